@@ -1,0 +1,1 @@
+//! CPU kernels: plain functions over slices, free of the operator registry.

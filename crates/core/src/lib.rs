@@ -1,0 +1,2 @@
+//! oxnet's core layer.
+pub mod kernels;
