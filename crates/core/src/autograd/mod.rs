@@ -1,0 +1,18 @@
+//! Imperative automatic differentiation.
+//!
+//! While recording ([`record`]), every operator call whose inputs take part
+//! in differentiation appends a node to a tape held by the output arrays
+//! themselves. [`backward`] and [`grad`] walk that tape in reverse topological
+//! order, applying each operator's gradient. Gradient rules are operator
+//! calls too, so with `create_graph` they are recorded in turn and
+//! higher-order gradients follow.
+
+mod mode;
+mod tape;
+
+pub use mode::{
+    is_recording, is_training, pause, predict_mode, record, record_with, set_recording,
+    set_training, train_mode, ModeGuard,
+};
+pub(crate) use tape::{record_node, AgEntry};
+pub use tape::{attach_grad, backward, grad, grad_of, grad_req_of, mark_variables, BackwardOptions};

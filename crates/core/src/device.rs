@@ -1,0 +1,52 @@
+//! Devices an array can live on.
+
+use crate::{Error, Result};
+use std::fmt;
+
+/// Where an array's memory lives and where its kernels run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Device {
+    /// Host memory; kernels run on the CPU (rayon gives intra-op parallelism).
+    #[default]
+    Cpu,
+    /// A CUDA device by ordinal. This build has no GPU backend yet: allocating
+    /// on it returns an error saying so.
+    Gpu(usize),
+}
+
+impl Device {
+    /// MXNet's device type code: 1 for CPU, 2 for GPU.
+    pub fn type_code(self) -> i32 {
+        match self {
+            Device::Cpu => 1,
+            Device::Gpu(_) => 2,
+        }
+    }
+
+    /// The device ordinal (0 for the CPU).
+    pub fn ordinal(self) -> usize {
+        match self {
+            Device::Cpu => 0,
+            Device::Gpu(i) => i,
+        }
+    }
+
+    /// Checks that memory can be allocated on this device in this build.
+    pub fn ensure_available(self) -> Result<()> {
+        match self {
+            Device::Cpu => Ok(()),
+            Device::Gpu(i) => Err(Error::Device(format!(
+                "gpu({i}) requested, but there is no GPU backend in this build"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Device::Cpu => write!(f, "cpu(0)"),
+            Device::Gpu(i) => write!(f, "gpu({i})"),
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! Zero-copy views to and from the `ndarray` crate.
+
+use super::NDArray;
+use crate::shape::{Shape, Strides};
+use crate::storage::Storage;
+use crate::{Element, Error, Result};
+use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, ShapeBuilder};
+use std::sync::Arc;
+
+impl NDArray {
+    /// Takes ownership of an `ndarray` array without copying its elements.
+    pub fn from_ndarray<T: Element>(array: ArrayD<T>) -> Result<NDArray> {
+        let shape: Shape = Shape::from_slice(array.shape());
+        let strides: Strides = Strides::from_slice(array.strides());
+        let (mut vec, offset) = array.into_raw_vec_and_offset();
+        let offset = offset.unwrap_or(0);
+        let bytes = vec.len() * std::mem::size_of::<T>();
+        let ptr = vec.as_mut_ptr() as *mut u8;
+        // SAFETY: the Vec's heap buffer does not move when the Vec is moved
+        // into the owner box, and lives as long as the storage.
+        let storage = unsafe { Storage::foreign(ptr, bytes, crate::Device::Cpu, Box::new(vec)) };
+        Ok(NDArray::from_parts(Arc::new(storage), shape, strides, offset, T::DTYPE))
+    }
+
+    /// A read-only `ndarray` view of the same memory (any strides).
+    pub fn view<T: Element>(&self) -> Result<ArrayViewD<'_, T>> {
+        let ptr = self.data_ptr::<T>()?;
+        self.device().ensure_available()?;
+        let strides: Vec<usize> = self.strides().iter().map(|s| *s as usize).collect();
+        let shape = IxDyn(self.shape()).strides(IxDyn(&strides));
+        // SAFETY: the layout describes elements inside the storage, which
+        // outlives the borrow of `self`.
+        unsafe { Ok(ArrayViewD::from_shape_ptr(shape, ptr as *const T)) }
+    }
+
+    /// A mutable `ndarray` view of the same memory (writable arrays only;
+    /// broadcast views with zero strides are refused).
+    pub fn view_mut<T: Element>(&self) -> Result<ArrayViewMutD<'_, T>> {
+        self.check_writable()?;
+        if self.strides().iter().zip(self.shape()).any(|(s, d)| *s == 0 && *d > 1) {
+            return Err(Error::Invalid("cannot write through a broadcast view".into()));
+        }
+        let ptr = self.data_ptr::<T>()?;
+        self.device().ensure_available()?;
+        let strides: Vec<usize> = self.strides().iter().map(|s| *s as usize).collect();
+        let shape = IxDyn(self.shape()).strides(IxDyn(&strides));
+        // SAFETY: as in `view`; no two elements alias (no zero strides).
+        unsafe { Ok(ArrayViewMutD::from_shape_ptr(shape, ptr)) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{DType, NDArray, SliceSpec};
+
+    #[test]
+    fn round_trips_without_copies() {
+        let arr = ndarray::Array::from_shape_vec((2, 3), vec![1.0f32, 2., 3., 4., 5., 6.]).unwrap().into_dyn();
+        let p = arr.as_ptr();
+        let a = NDArray::from_ndarray(arr).unwrap();
+        assert_eq!(a.data_ptr::<f32>().unwrap() as *const f32, p);
+        assert_eq!(a.shape(), &[2, 3]);
+        let v = a.view::<f32>().unwrap();
+        assert_eq!(v[[1, 2]], 6.0);
+        let rev = a.slice(&[SliceSpec::all(), SliceSpec { begin: None, end: None, step: Some(-1) }]).unwrap();
+        assert_eq!(rev.view::<f32>().unwrap()[[0, 0]], 3.0);
+        a.view_mut::<f32>().unwrap()[[0, 0]] = 10.0;
+        assert_eq!(a.to_vec::<f32>().unwrap()[0], 10.0);
+        assert!(a.view::<f64>().is_err());
+        let t = ndarray::Array::from_shape_vec((2, 2), vec![1.0f64, 2., 3., 4.]).unwrap().reversed_axes().into_dyn();
+        let b = NDArray::from_ndarray(t).unwrap();
+        assert_eq!(b.dtype(), DType::F64);
+        assert_eq!(b.to_vec::<f64>().unwrap(), vec![1., 3., 2., 4.]);
+    }
+}

@@ -1,0 +1,356 @@
+//! [`NDArray`]: an n-dimensional, strided, reference-counted array.
+//!
+//! Cloning an `NDArray` clones a handle: both handles see the same memory
+//! and the same autograd state. Views ([`NDArray::reshape`],
+//! [`NDArray::transpose`], [`NDArray::slice_axis`], ...) share the storage of
+//! the array they come from without copying.
+
+mod create;
+mod fmt;
+mod interop;
+mod view;
+
+use crate::autograd::AgEntry;
+use crate::shape::{contiguous_strides, numel, Shape, Strides};
+use crate::storage::Storage;
+use crate::strided::for_each_offsets;
+use crate::{DType, Device, Element, Error, Result};
+use std::sync::{Arc, Mutex};
+
+pub use view::SliceSpec;
+
+/// An n-dimensional array of one [`DType`] on one [`Device`].
+#[derive(Clone)]
+pub struct NDArray {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    storage: Arc<Storage>,
+    shape: Shape,
+    strides: Strides,
+    /// Offset of element 0 from the start of the storage, in elements.
+    offset: usize,
+    dtype: DType,
+    read_only: bool,
+    /// Autograd state: a variable with a gradient buffer, or the recorded
+    /// operation that produced this array.
+    ag: Mutex<Option<AgEntry>>,
+}
+
+impl NDArray {
+    /// Builds a handle over `storage` with an explicit layout.
+    pub(crate) fn from_parts(
+        storage: Arc<Storage>,
+        shape: Shape,
+        strides: Strides,
+        offset: usize,
+        dtype: DType,
+    ) -> NDArray {
+        NDArray {
+            inner: Arc::new(Inner {
+                storage,
+                shape,
+                strides,
+                offset,
+                dtype,
+                read_only: false,
+                ag: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// A new handle with another layout over the same storage (no autograd state).
+    pub(crate) fn with_layout(&self, shape: Shape, strides: Strides, offset: usize) -> NDArray {
+        NDArray::from_parts(self.inner.storage.clone(), shape, strides, offset, self.dtype())
+    }
+
+    /// The shape.
+    #[inline]
+    pub fn shape(&self) -> &[usize] {
+        &self.inner.shape
+    }
+
+    /// The strides, in elements.
+    #[inline]
+    pub fn strides(&self) -> &[isize] {
+        &self.inner.strides
+    }
+
+    /// Offset of the first element in the storage, in elements.
+    #[inline]
+    pub fn offset(&self) -> usize {
+        self.inner.offset
+    }
+
+    /// The element type.
+    #[inline]
+    pub fn dtype(&self) -> DType {
+        self.inner.dtype
+    }
+
+    /// The device holding the data.
+    #[inline]
+    pub fn device(&self) -> Device {
+        self.inner.storage.device()
+    }
+
+    /// The number of axes.
+    #[inline]
+    pub fn ndim(&self) -> usize {
+        self.inner.shape.len()
+    }
+
+    /// The number of elements.
+    #[inline]
+    pub fn size(&self) -> usize {
+        numel(&self.inner.shape)
+    }
+
+    /// The shared storage.
+    pub fn storage(&self) -> &Arc<Storage> {
+        &self.inner.storage
+    }
+
+    /// True when both handles view the same storage.
+    pub fn shares_storage(&self, other: &NDArray) -> bool {
+        Arc::ptr_eq(&self.inner.storage, &other.inner.storage)
+    }
+
+    /// True when both are the same handle (same array object).
+    pub fn same_handle(&self, other: &NDArray) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// True when the elements are laid out densely in row-major order.
+    pub fn is_contiguous(&self) -> bool {
+        let mut expect = 1isize;
+        for (d, s) in self.shape().iter().zip(self.strides()).rev() {
+            if *d != 1 && *s != expect {
+                return false;
+            }
+            expect *= *d as isize;
+        }
+        true
+    }
+
+    /// True for arrays handed to custom operators as inputs: writes are refused.
+    pub fn is_read_only(&self) -> bool {
+        self.inner.read_only
+    }
+
+    /// A read-only handle onto the same data (used for operator inputs).
+    pub fn read_only_view(&self) -> NDArray {
+        NDArray {
+            inner: Arc::new(Inner {
+                storage: self.inner.storage.clone(),
+                shape: self.inner.shape.clone(),
+                strides: self.inner.strides.clone(),
+                offset: self.inner.offset,
+                dtype: self.inner.dtype,
+                read_only: true,
+                ag: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// A handle sharing data but carrying no autograd state (MXNet's `detach`).
+    pub fn detach(&self) -> NDArray {
+        self.with_layout(self.inner.shape.clone(), self.inner.strides.clone(), self.inner.offset)
+    }
+
+    pub(crate) fn ag_entry(&self) -> Option<AgEntry> {
+        self.inner.ag.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub(crate) fn has_ag_entry(&self) -> bool {
+        self.inner.ag.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
+    pub(crate) fn set_ag_entry(&self, entry: Option<AgEntry>) {
+        *self.inner.ag.lock().unwrap_or_else(|e| e.into_inner()) = entry;
+    }
+
+    /// Pointer to element 0 (which may not be the storage's start).
+    #[inline]
+    pub fn data_ptr<T: Element>(&self) -> Result<*mut T> {
+        self.check_dtype::<T>()?;
+        Ok(self.raw_ptr() as *mut T)
+    }
+
+    #[inline]
+    pub(crate) fn raw_ptr(&self) -> *mut u8 {
+        // SAFETY: the offset lies inside the storage by construction.
+        unsafe { self.inner.storage.ptr().add(self.inner.offset * self.dtype().size()) }
+    }
+
+    #[inline]
+    fn check_dtype<T: Element>(&self) -> Result<()> {
+        if T::DTYPE != self.dtype() {
+            return Err(Error::DType(format!(
+                "array holds {}, accessed as {}",
+                self.dtype(),
+                T::DTYPE
+            )));
+        }
+        Ok(())
+    }
+
+    fn check_dense(&self) -> Result<()> {
+        if !self.is_contiguous() {
+            return Err(Error::Invalid(
+                "array is not contiguous; call .contiguous() first".into(),
+            ));
+        }
+        self.device().ensure_available()
+    }
+
+    /// The elements as a slice (contiguous CPU arrays only).
+    #[inline]
+    pub fn as_slice<T: Element>(&self) -> Result<&[T]> {
+        self.check_dtype::<T>()?;
+        self.check_dense()?;
+        // SAFETY: dtype and density checked; the storage outlives `self`.
+        Ok(unsafe { std::slice::from_raw_parts(self.raw_ptr() as *const T, self.size()) })
+    }
+
+    /// The elements as a mutable slice (contiguous, writable CPU arrays only).
+    ///
+    /// Arrays are shared handles, as in MXNet: the engine hands kernels output
+    /// arrays that nothing else reads during the call. Code holding two handles
+    /// onto one buffer must not keep a slice from each alive at once.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    pub fn as_mut_slice<T: Element>(&self) -> Result<&mut [T]> {
+        self.check_dtype::<T>()?;
+        self.check_dense()?;
+        self.check_writable()?;
+        // SAFETY: see above; exclusivity is the documented contract.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.raw_ptr() as *mut T, self.size()) })
+    }
+
+    /// Errors when the array is read-only.
+    pub fn check_writable(&self) -> Result<()> {
+        if self.inner.read_only {
+            return Err(Error::Invalid(
+                "this array is an operator input and is read-only; write to the outputs instead"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Copies the elements, converted to `T`, in row-major order (any layout).
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        self.device().ensure_available()?;
+        let mut out = Vec::with_capacity(self.size());
+        crate::with_dtype!(self.dtype(), S => {
+            let p = self.raw_ptr() as *const S;
+            for_each_offsets(self.shape(), [self.strides()], [0], |[o]| {
+                // SAFETY: offsets stay inside the view.
+                let v = unsafe { *p.offset(o) };
+                out.push(T::from_f64(v.to_f64()));
+            });
+        });
+        Ok(out)
+    }
+
+    /// The single element of a 1-element array, as `f64` (MXNet's `asscalar`).
+    pub fn to_scalar(&self) -> Result<f64> {
+        if self.size() != 1 {
+            return Err(Error::Shape(format!(
+                "asscalar needs exactly one element, the array has shape {:?}",
+                self.shape()
+            )));
+        }
+        Ok(self.to_vec::<f64>()?[0])
+    }
+
+    /// A contiguous array with the same values: `self` if already contiguous.
+    pub fn contiguous(&self) -> Result<NDArray> {
+        if self.is_contiguous() {
+            return Ok(self.clone());
+        }
+        self.copy()
+    }
+
+    /// A deep copy into fresh contiguous memory (no autograd state).
+    pub fn copy(&self) -> Result<NDArray> {
+        let out = NDArray::empty(self.shape(), self.dtype(), self.device())?;
+        out.assign_from(self)?;
+        Ok(out)
+    }
+
+    /// A copy converted to `dtype`.
+    pub fn astype(&self, dtype: DType) -> Result<NDArray> {
+        let out = NDArray::empty(self.shape(), dtype, self.device())?;
+        out.assign_from(self)?;
+        Ok(out)
+    }
+
+    /// Copies `src` into `self`, broadcasting `src` to `self`'s shape and
+    /// converting its dtype. Works for any layouts of both.
+    pub fn assign_from(&self, src: &NDArray) -> Result<()> {
+        self.check_writable()?;
+        self.device().ensure_available()?;
+        src.device().ensure_available()?;
+        let src_strides = crate::shape::broadcast_strides(src.shape(), src.strides(), self.shape())
+            .map_err(|_| {
+                Error::Shape(format!(
+                    "cannot assign an array of shape {:?} to one of shape {:?}",
+                    src.shape(),
+                    self.shape()
+                ))
+            })?;
+        if self.dtype() == src.dtype() && self.is_contiguous() && src.is_contiguous()
+            && self.shape() == src.shape()
+        {
+            let n = self.size() * self.dtype().size();
+            // SAFETY: both regions hold n bytes; `copy` tolerates overlap.
+            unsafe { std::ptr::copy(src.raw_ptr(), self.raw_ptr(), n) };
+            return Ok(());
+        }
+        if self.shares_storage(src) {
+            // overlapping views: go through a temporary
+            let tmp = src.copy()?;
+            return self.assign_from(&tmp);
+        }
+        crate::with_dtype!(self.dtype(), D => {
+            crate::with_dtype!(src.dtype(), S => {
+                let dp = self.raw_ptr() as *mut D;
+                let sp = src.raw_ptr() as *const S;
+                for_each_offsets(self.shape(), [self.strides(), &src_strides], [0, 0], |[o, i]| {
+                    // SAFETY: offsets stay inside both views.
+                    unsafe { *dp.offset(o) = D::from_f64((*sp.offset(i)).to_f64()) };
+                });
+            })
+        });
+        Ok(())
+    }
+
+    /// Sets every element to `value`.
+    pub fn fill(&self, value: f64) -> Result<()> {
+        self.check_writable()?;
+        self.device().ensure_available()?;
+        crate::with_dtype!(self.dtype(), D => {
+            let v = D::from_f64(value);
+            let dp = self.raw_ptr() as *mut D;
+            for_each_offsets(self.shape(), [self.strides()], [0], |[o]| {
+                // SAFETY: offsets stay inside the view.
+                unsafe { *dp.offset(o) = v };
+            });
+        });
+        Ok(())
+    }
+
+    /// Strides of a contiguous array with this shape.
+    pub(crate) fn dense_strides(shape: &[usize]) -> Strides {
+        contiguous_strides(shape)
+    }
+}
+
+impl std::fmt::Debug for NDArray {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}

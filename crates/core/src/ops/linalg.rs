@@ -1,0 +1,4 @@
+//! Built-in operators: linalg.
+
+/// Registers this module's operators.
+pub(crate) fn register() {}

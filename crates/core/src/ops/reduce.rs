@@ -1,0 +1,4 @@
+//! Built-in operators: reduce.
+
+/// Registers this module's operators.
+pub(crate) fn register() {}

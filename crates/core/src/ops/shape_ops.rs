@@ -1,0 +1,4 @@
+//! Built-in operators: shape_ops.
+
+/// Registers this module's operators.
+pub(crate) fn register() {}

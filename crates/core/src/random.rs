@@ -1,0 +1,47 @@
+//! oxnet's global random generator: one seed makes whole runs reproducible.
+
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, StandardNormal};
+use rand_pcg::Pcg64Mcg;
+use std::sync::Mutex;
+
+/// The generator type behind every random draw in oxnet.
+pub type Generator = Pcg64Mcg;
+
+static GLOBAL: Mutex<Option<Generator>> = Mutex::new(None);
+
+/// The seed used when none was set.
+pub const DEFAULT_SEED: u64 = 0x0_5eed;
+
+/// Reseeds the global generator (MXNet's `mx.random.seed`).
+pub fn seed(seed: u64) {
+    *GLOBAL.lock().unwrap_or_else(|e| e.into_inner()) = Some(Generator::seed_from_u64(seed));
+}
+
+/// Runs `f` with exclusive access to the global generator.
+pub fn with_rng<R>(f: impl FnOnce(&mut Generator) -> R) -> R {
+    let mut guard = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
+    let rng = guard.get_or_insert_with(|| Generator::seed_from_u64(DEFAULT_SEED));
+    f(rng)
+}
+
+/// A fresh generator seeded from the global one (for a kernel or plugin that
+/// wants its own stream without holding the global lock).
+pub fn fork() -> Generator {
+    with_rng(|rng| Generator::seed_from_u64(rng.random()))
+}
+
+/// `n` uniform draws in `[low, high)`.
+pub fn uniform_vec(rng: &mut Generator, n: usize, low: f64, high: f64) -> Vec<f64> {
+    (0..n).map(|_| low + (high - low) * rng.random::<f64>()).collect()
+}
+
+/// `n` normal draws with the given mean and standard deviation.
+pub fn normal_vec(rng: &mut Generator, n: usize, mean: f64, std: f64) -> Vec<f64> {
+    (0..n)
+        .map(|_| {
+            let z: f64 = StandardNormal.sample(rng);
+            mean + std * z
+        })
+        .collect()
+}

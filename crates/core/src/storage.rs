@@ -1,0 +1,110 @@
+//! Raw memory behind arrays: 64-byte aligned host buffers, or memory owned by
+//! someone else (an `ndarray` array, a numpy buffer) kept alive by an owner.
+
+use crate::{Device, Error, Result};
+use std::alloc::{self, Layout};
+use std::any::Any;
+use std::ptr::NonNull;
+
+/// Alignment of every buffer oxnet allocates.
+pub const ALIGNMENT: usize = 64;
+
+enum Owner {
+    /// Allocated by us with this layout.
+    Aligned(Layout),
+    /// Borrowed from a foreign owner, which is dropped with the storage.
+    Foreign(#[allow(dead_code)] Box<dyn Any + Send + Sync>),
+}
+
+/// A block of device memory shared by every view onto it.
+///
+/// Arrays are mutable through shared handles (as in MXNet: `x[:] = 1` changes
+/// every view of `x`), so storage hands out raw pointers; the engine's
+/// dispatcher is what keeps kernels' reads and writes apart.
+pub struct Storage {
+    ptr: NonNull<u8>,
+    bytes: usize,
+    device: Device,
+    owner: Owner,
+}
+
+// SAFETY: the buffer is plain memory; synchronisation of concurrent writes is
+// the caller's contract, as for any shared mutable tensor.
+unsafe impl Send for Storage {}
+unsafe impl Sync for Storage {}
+
+impl Storage {
+    /// Allocates `bytes` zeroed bytes on `device`, 64-byte aligned.
+    pub fn zeroed(bytes: usize, device: Device) -> Result<Storage> {
+        device.ensure_available()?;
+        let layout = Layout::from_size_align(bytes.max(1), ALIGNMENT)
+            .map_err(|e| Error::Invalid(format!("cannot allocate {bytes} bytes: {e}")))?;
+        // SAFETY: layout has non-zero size.
+        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(raw)
+            .ok_or_else(|| Error::Invalid(format!("out of memory allocating {bytes} bytes")))?;
+        Ok(Storage { ptr, bytes, device, owner: Owner::Aligned(layout) })
+    }
+
+    /// Allocates `bytes` bytes without zeroing them first.
+    pub fn uninit(bytes: usize, device: Device) -> Result<Storage> {
+        device.ensure_available()?;
+        let layout = Layout::from_size_align(bytes.max(1), ALIGNMENT)
+            .map_err(|e| Error::Invalid(format!("cannot allocate {bytes} bytes: {e}")))?;
+        // SAFETY: layout has non-zero size. Every element type is valid for any
+        // bit pattern except bool; callers creating bool arrays use `zeroed`.
+        let raw = unsafe { alloc::alloc(layout) };
+        let ptr = NonNull::new(raw)
+            .ok_or_else(|| Error::Invalid(format!("out of memory allocating {bytes} bytes")))?;
+        Ok(Storage { ptr, bytes, device, owner: Owner::Aligned(layout) })
+    }
+
+    /// Wraps memory owned by `owner`, which must keep `ptr..ptr+bytes` valid
+    /// and unmoved until it is dropped.
+    ///
+    /// # Safety
+    /// `ptr` must point to `bytes` readable and writable bytes that stay valid
+    /// for as long as `owner` lives.
+    pub unsafe fn foreign(
+        ptr: *mut u8,
+        bytes: usize,
+        device: Device,
+        owner: Box<dyn Any + Send + Sync>,
+    ) -> Storage {
+        let ptr = NonNull::new(ptr).unwrap_or(NonNull::dangling());
+        Storage { ptr, bytes, device, owner: Owner::Foreign(owner) }
+    }
+
+    /// Start of the buffer.
+    #[inline]
+    pub fn ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Size in bytes.
+    #[inline]
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The device holding the buffer.
+    #[inline]
+    pub fn device(&self) -> Device {
+        self.device
+    }
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        if let Owner::Aligned(layout) = self.owner {
+            // SAFETY: allocated in `zeroed`/`uninit` with this layout.
+            unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) }
+        }
+    }
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Storage({} bytes on {})", self.bytes, self.device)
+    }
+}
