@@ -46,12 +46,6 @@ pub fn invoke_into(op: &Op, inputs: &[&NDArray], attrs: &Attrs, outputs: &[NDArr
     run(op, inputs, attrs, Some((outputs, req)), None).map(|_| ()).map_err(|e| e.in_op(&op.name))
 }
 
-/// Calls an operator with a given instance state (used by autograd to run a
-/// stateful operator's backward with its forward's state).
-pub(crate) fn invoke_with_state(op: &Op, inputs: &[&NDArray], attrs: &Attrs, state: Option<OpState>) -> Result<Vec<NDArray>> {
-    run(op, inputs, attrs, None, state).map_err(|e| e.in_op(&op.name))
-}
-
 /// Number of (argument, aux, output) entries of `op` under `attrs`.
 pub fn arity(op: &OpDef, attrs: &Attrs) -> Result<(usize, usize, usize)> {
     Ok(((op.arguments)(attrs)?.len(), (op.aux_states)(attrs)?.len(), (op.outputs)(attrs)?.len()))
@@ -121,6 +115,9 @@ fn run(
     };
     if let Some(other) = inputs.iter().find(|x| x.device() != device) {
         return Err(Error::Device(format!("inputs are on different devices: {device} and {}", other.device())));
+    }
+    if let Some(dynamic) = &op.forward_dynamic {
+        return run_dynamic(op, dynamic, inputs, attrs, provided, n_out, device);
     }
     let kernel = op.kernel_for(device)?.clone();
 
@@ -227,6 +224,52 @@ fn run(
 
     if autograd::is_recording() && inputs.iter().any(|x| x.has_ag_entry()) {
         autograd::record_node(op, attrs, inputs, &outputs, state)?;
+    }
+    Ok(outputs)
+}
+
+/// Runs an operator that allocates its own outputs.
+fn run_dynamic(
+    op: &Op,
+    kernel: &crate::op::ForwardDynamicFn,
+    inputs: &[&NDArray],
+    attrs: &Attrs,
+    provided: Option<(&[NDArray], &[Req])>,
+    n_out: usize,
+    device: Device,
+) -> Result<Vec<NDArray>> {
+    let kin: SmallVec<[NDArray; 4]> = inputs.iter().map(|x| x.read_only_view()).collect();
+    let reqs: SmallVec<[Req; 2]> = smallvec::smallvec![Req::Write; n_out];
+    let ctx = OpContext { op_name: &op.name, attrs, req: &reqs, is_train: autograd::is_training(), device, state: None };
+    let outputs = match catch_unwind(AssertUnwindSafe(|| kernel(&ctx, &kin))) {
+        Ok(result) => result?,
+        Err(payload) => return Err(Error::Panic(panic_message(payload.as_ref()))),
+    };
+    if outputs.len() != n_out {
+        return Err(Error::Invalid(format!("returned {} outputs, declared {n_out}", outputs.len())));
+    }
+    // results must not alias the inputs nor carry another tape
+    let outputs: Vec<NDArray> = outputs
+        .into_iter()
+        .map(|o| if inputs.iter().any(|x| x.shares_storage(&o)) { o.copy() } else { Ok(o.detach()) })
+        .collect::<Result<_>>()?;
+    let outputs = match provided {
+        None => outputs,
+        Some((bufs, req)) => {
+            if bufs.len() != n_out || req.len() != n_out {
+                return Err(Error::Invalid(format!("expects {n_out} output buffers and requests")));
+            }
+            for ((b, r), o) in bufs.iter().zip(req).zip(&outputs) {
+                if b.shape() != o.shape() {
+                    return Err(Error::Shape(format!("output buffer has shape {:?}, the result {:?}", b.shape(), o.shape())));
+                }
+                crate::ops::util::store(*r, b, o)?;
+            }
+            bufs.to_vec()
+        }
+    };
+    if autograd::is_recording() && inputs.iter().any(|x| x.has_ag_entry()) {
+        autograd::record_node(op, attrs, inputs, &outputs, None)?;
     }
     Ok(outputs)
 }

@@ -20,6 +20,7 @@
 pub mod attrs;
 pub mod autograd;
 pub mod check;
+pub mod custom;
 pub mod device;
 pub mod dispatch;
 pub mod dtype;

@@ -99,6 +99,10 @@ impl OpContext<'_> {
 /// stores into `outputs` according to `ctx.req`.
 pub type ForwardFn = Arc<dyn Fn(&OpContext, &[NDArray], &[NDArray]) -> Result<()> + Send + Sync>;
 
+/// A forward kernel for operators whose output shapes depend on the data:
+/// it allocates and returns its outputs.
+pub type ForwardDynamicFn = Arc<dyn Fn(&OpContext, &[NDArray]) -> Result<Vec<NDArray>> + Send + Sync>;
+
 /// Shape inference over inputs (arguments then aux) and outputs: fills
 /// unknown entries, may fill unknown inputs, errors on inconsistency.
 pub type InferShapeFn =
@@ -217,6 +221,9 @@ pub struct OpDef {
     pub infer_type: InferTypeFn,
     /// Forward kernels by device kind (`Device::Cpu`, `Device::Gpu(0)` for any GPU).
     pub forward: Vec<(Device, ForwardFn)>,
+    /// For data-dependent output shapes: a kernel that allocates its outputs
+    /// (used instead of `forward`, and without shape inference).
+    pub forward_dynamic: Option<ForwardDynamicFn>,
     /// Differentiation.
     pub gradient: Gradient,
     /// Indices of inputs the kernel writes to (aux states).
@@ -288,6 +295,7 @@ impl OpDef {
             infer_shape: Arc::new(same_shape),
             infer_type: Arc::new(same_dtype),
             forward: Vec::new(),
+            forward_dynamic: None,
             gradient: Gradient::None,
             mutate_inputs: Arc::new(|_| Vec::new()),
             resources: Vec::new(),
@@ -389,6 +397,16 @@ impl OpDef {
         let key = kernel_key(device);
         self.forward.retain(|(d, _)| *d != key);
         self.forward.push((key, Arc::new(f)));
+        self
+    }
+
+    /// A kernel that computes and allocates its outputs itself (output shapes
+    /// depend on the data). Dtype inference still runs on the inputs.
+    pub fn forward_dynamic(
+        mut self,
+        f: impl Fn(&OpContext, &[NDArray]) -> Result<Vec<NDArray>> + Send + Sync + 'static,
+    ) -> Self {
+        self.forward_dynamic = Some(Arc::new(f));
         self
     }
 

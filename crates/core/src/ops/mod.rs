@@ -18,4 +18,5 @@ pub(crate) fn register_builtins() {
     linalg::register();
     nn::register();
     shape_ops::register();
+    crate::registry::register(crate::custom::custom_op_def());
 }

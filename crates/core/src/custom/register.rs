@@ -1,0 +1,297 @@
+//! Registering custom-operator properties and the `Custom` operator that
+//! runs them.
+
+use super::prop::{CustomOp, CustomOpProp, Dependency};
+use crate::dispatch::panic_message;
+use crate::op::{BackwardDeps, OpDef, OpState};
+use crate::{autograd, registry, AttrKind, AttrSpec, Attrs, DType, Device, Error, NDArray, Result, Shape};
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// Builds a property from the call's keyword arguments (all strings, as in
+/// the reference).
+pub type PropFactory = Arc<dyn Fn(&[(String, String)]) -> Result<Arc<dyn CustomOpProp>> + Send + Sync>;
+
+static FACTORIES: RwLock<Option<HashMap<String, PropFactory>>> = RwLock::new(None);
+
+/// A property instance for one set of keyword arguments, with the
+/// operators it created, by (shapes, dtypes, device).
+struct PropEntry {
+    op_type: String,
+    prop: Arc<dyn CustomOpProp>,
+    args: Vec<String>,
+    outputs: Vec<String>,
+    aux: Vec<String>,
+    operators: Mutex<HashMap<(Vec<Shape>, Vec<DType>, Device), Arc<dyn CustomOp>>>,
+}
+
+/// More distinct shape signatures than this empties an entry's operator cache.
+const MAX_CACHED_OPERATORS: usize = 256;
+
+static PROPS: Mutex<Option<HashMap<String, Arc<PropEntry>>>> = Mutex::new(None);
+
+/// The operator instance a call runs (the `Custom` op's state).
+struct Instance {
+    entry: Arc<PropEntry>,
+    op: Arc<dyn CustomOp>,
+}
+
+/// Registers a property factory under `op_type`. Registering the same name
+/// again replaces the old factory (with a warning) and drops cached
+/// properties and operators of that name.
+pub fn register(
+    op_type: &str,
+    factory: impl Fn(&[(String, String)]) -> Result<Arc<dyn CustomOpProp>> + Send + Sync + 'static,
+) {
+    let mut guard = FACTORIES.write().unwrap_or_else(|e| e.into_inner());
+    let map = guard.get_or_insert_with(HashMap::new);
+    if map.insert(op_type.to_string(), Arc::new(factory)).is_some() {
+        eprintln!("oxnet warning: custom operator `{op_type}` was registered again; the new definition replaces the old one");
+    }
+    drop(guard);
+    forget_props(op_type);
+}
+
+/// Removes a registered custom operator; returns whether it existed.
+pub fn unregister(op_type: &str) -> bool {
+    let mut guard = FACTORIES.write().unwrap_or_else(|e| e.into_inner());
+    let existed = guard.as_mut().map(|m| m.remove(op_type).is_some()).unwrap_or(false);
+    drop(guard);
+    forget_props(op_type);
+    existed
+}
+
+fn forget_props(op_type: &str) {
+    if let Some(props) = PROPS.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        props.retain(|_, e| e.op_type != op_type);
+    }
+}
+
+/// True if a custom operator is registered under `op_type`.
+pub fn is_registered(op_type: &str) -> bool {
+    FACTORIES.read().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|m| m.contains_key(op_type))
+}
+
+/// Names of all registered custom operators, sorted.
+pub fn registered_names() -> Vec<String> {
+    let guard = FACTORIES.read().unwrap_or_else(|e| e.into_inner());
+    let mut names: Vec<String> = guard.as_ref().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// How many operators the property of `op_type` with these keyword
+/// arguments has created so far (for tests of the reuse guarantee).
+pub fn cached_operator_count(op_type: &str, kwargs: &[(&str, &str)]) -> usize {
+    let key = prop_key(op_type, &kwargs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>());
+    PROPS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .and_then(|m| m.get(&key).map(|e| e.operators.lock().unwrap_or_else(|e| e.into_inner()).len()))
+        .unwrap_or(0)
+}
+
+fn prop_key(op_type: &str, kwargs: &[(String, String)]) -> String {
+    let mut pairs: Vec<&(String, String)> = kwargs.iter().collect();
+    pairs.sort();
+    let mut key = op_type.to_string();
+    for (k, v) in pairs {
+        key.push('\u{1}');
+        key.push_str(k);
+        key.push('=');
+        key.push_str(v);
+    }
+    key
+}
+
+/// The prop entry for these attributes, created on first use.
+fn prop_entry(attrs: &Attrs) -> Result<Arc<PropEntry>> {
+    let op_type = attrs.str("op_type")?.to_string();
+    let kwargs = attrs.extra();
+    let key = prop_key(&op_type, kwargs);
+    if let Some(e) = PROPS.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|m| m.get(&key)) {
+        return Ok(e.clone());
+    }
+    let factory = FACTORIES
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .and_then(|m| m.get(&op_type).cloned())
+        .ok_or_else(|| {
+            Error::attr("op_type", format!("no custom operator `{op_type}` is registered (registered: {})", registered_names().join(", ")))
+        })?;
+    let name = format!("Custom(op_type={op_type})");
+    let prop = guarded(&name, || factory(kwargs))?;
+    let (args, outputs, aux) = guarded(&name, || Ok((prop.list_arguments(), prop.list_outputs(), prop.list_auxiliary_states())))?;
+    let entry = Arc::new(PropEntry { op_type, prop, args, outputs, aux, operators: Mutex::new(HashMap::new()) });
+    PROPS.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(key, entry.clone());
+    Ok(entry)
+}
+
+/// Runs user code, turning a panic into an error and naming the operator.
+fn guarded<R>(name: &str, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r.map_err(|e| e.in_op(name)),
+        Err(p) => Err(Error::Panic(panic_message(p.as_ref())).in_op(name)),
+    }
+}
+
+fn entry_of(attrs: &Attrs) -> Result<&Arc<PropEntry>> {
+    attrs
+        .prepared::<Arc<PropEntry>>()
+        .ok_or_else(|| Error::Invalid("Custom: attributes were not prepared".into()))
+}
+
+fn name_of(entry: &PropEntry) -> String {
+    format!("Custom(op_type={})", entry.op_type)
+}
+
+/// Turns recording off (keeping train mode) while user code runs: operators
+/// called inside a custom op are not recorded, as in the reference.
+struct NotRecording(bool);
+impl NotRecording {
+    fn new() -> Self {
+        NotRecording(autograd::set_recording(false))
+    }
+}
+impl Drop for NotRecording {
+    fn drop(&mut self) {
+        autograd::set_recording(self.0);
+    }
+}
+
+fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+    let entry = entry_of(attrs)?;
+    let n_args = entry.args.len();
+    let given: Vec<Shape> = ins[..n_args]
+        .iter()
+        .enumerate()
+        .map(|(i, s)| s.clone().ok_or_else(|| Error::Shape(format!("the shape of argument `{}` is unknown", entry.args[i]))))
+        .collect::<Result<_>>()?;
+    let (arg_s, out_s, aux_s) = guarded(&name_of(entry), || entry.prop.infer_shape(&given))?;
+    if arg_s.len() != n_args || out_s.len() != outs.len() || aux_s.len() != ins.len() - n_args {
+        return Err(Error::Shape(format!(
+            "{}: infer_shape returned {} argument, {} output and {} aux shapes; expected {}, {} and {}",
+            name_of(entry), arg_s.len(), out_s.len(), aux_s.len(), n_args, outs.len(), ins.len() - n_args
+        )));
+    }
+    for (slot, s) in ins.iter_mut().zip(arg_s.into_iter().chain(aux_s)) {
+        *slot = Some(s);
+    }
+    for (slot, s) in outs.iter_mut().zip(out_s) {
+        *slot = Some(s);
+    }
+    Ok(())
+}
+
+fn infer_type(attrs: &Attrs, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
+    let entry = entry_of(attrs)?;
+    let n_args = entry.args.len();
+    let given: Vec<DType> = ins[..n_args].iter().map(|d| d.unwrap_or(DType::F32)).collect();
+    let (arg_t, out_t, aux_t) = guarded(&name_of(entry), || entry.prop.infer_type(&given))?;
+    if arg_t.len() != n_args || out_t.len() != outs.len() || aux_t.len() != ins.len() - n_args {
+        return Err(Error::DType(format!("{}: infer_type returned lists of the wrong lengths", name_of(entry))));
+    }
+    for (slot, t) in ins.iter_mut().zip(arg_t.into_iter().chain(aux_t)) {
+        *slot = Some(t);
+    }
+    for (slot, t) in outs.iter_mut().zip(out_t) {
+        *slot = Some(t);
+    }
+    Ok(())
+}
+
+fn create_state(attrs: &Attrs, shapes: &[Shape], dtypes: &[DType], device: Device) -> Result<OpState> {
+    let entry = entry_of(attrs)?.clone();
+    let key = (shapes.to_vec(), dtypes.to_vec(), device);
+    if let Some(op) = entry.operators.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(Arc::new(Instance { entry: entry.clone(), op: op.clone() }));
+    }
+    let n_args = entry.args.len();
+    let op = guarded(&name_of(&entry), || entry.prop.create_operator(device, &shapes[..n_args], &dtypes[..n_args]))?;
+    let mut cache = entry.operators.lock().unwrap_or_else(|e| e.into_inner());
+    if cache.len() >= MAX_CACHED_OPERATORS {
+        cache.clear();
+    }
+    cache.insert(key, op.clone());
+    drop(cache);
+    Ok(Arc::new(Instance { entry, op }))
+}
+
+fn instance(state: Option<&OpState>) -> Result<&Instance> {
+    state
+        .and_then(|s| s.downcast_ref::<Instance>())
+        .ok_or_else(|| Error::Invalid("Custom: missing operator instance".into()))
+}
+
+fn backward_deps(attrs: &Attrs) -> BackwardDeps {
+    let Ok(entry) = entry_of(attrs) else { return BackwardDeps::default() };
+    let n_args = entry.args.len();
+    let n_out = entry.outputs.len();
+    let og: Vec<Dependency> = (0..n_out).map(Dependency::OutGrad).collect();
+    let id: Vec<Dependency> = (0..n_args).map(Dependency::InData).collect();
+    let od: Vec<Dependency> = (0..n_out).map(Dependency::OutData).collect();
+    let declared = catch_unwind(AssertUnwindSafe(|| entry.prop.declare_backward_dependency(&og, &id, &od)))
+        .unwrap_or_else(|_| [og.clone(), id.clone(), od.clone()].concat());
+    let mut deps = BackwardDeps::default();
+    for d in declared {
+        match d {
+            Dependency::OutGrad(i) => deps.out_grads.push(i),
+            Dependency::InData(i) => deps.inputs.push(i),
+            Dependency::OutData(i) => deps.outputs.push(i),
+        }
+    }
+    // aux states are always available to backward, as in the reference
+    deps.inputs.extend(n_args..n_args + entry.aux.len());
+    deps
+}
+
+/// The `Custom` operator's definition (registered with the built-ins).
+pub(crate) fn custom_op_def() -> OpDef {
+    OpDef::new("Custom")
+        .doc("Runs a custom operator registered with oxnet_core::custom::register (or oxnet.operator.register in Python). \
+              `op_type` names it; every other keyword is passed to its property as a string.")
+        .attr(AttrSpec::required("op_type", AttrKind::Str, "the registered name of the custom operator"))
+        .allow_extra_attrs()
+        .prepare(|attrs| Ok(Arc::new(prop_entry(attrs)?)))
+        .arguments_fn(|a| Ok(entry_of(a)?.args.clone()))
+        .outputs_fn(|a| Ok(entry_of(a)?.outputs.clone()))
+        .aux_states_fn(|a| Ok(entry_of(a)?.aux.clone()))
+        .mutate_inputs(|a| entry_of(a).map(|e| (e.args.len()..e.args.len() + e.aux.len()).collect()).unwrap_or_default())
+        .infer_shape(infer_shape)
+        .infer_type(infer_type)
+        .create_state(create_state)
+        .forward(|ctx, inputs, outputs| {
+            let inst = instance(ctx.state)?;
+            let n_args = inst.entry.args.len();
+            let in_data: Vec<NDArray> = inputs[..n_args].iter().map(|x| x.read_only_view()).collect();
+            let aux = &inputs[n_args..];
+            let _off = NotRecording::new();
+            guarded(&name_of(&inst.entry), || inst.op.forward(ctx.is_train, ctx.req, &in_data, outputs, aux))
+        })
+        .backward(backward_deps, |ctx, args, in_grads| {
+            let inst = instance(ctx.state)?;
+            let n_args = inst.entry.args.len();
+            let placeholder = |x: &Option<NDArray>| -> Result<NDArray> {
+                match x {
+                    Some(a) => Ok(a.read_only_view()),
+                    None => NDArray::zeros(&[0], DType::F32, ctx.device),
+                }
+            };
+            let out_grad: Vec<NDArray> = args.out_grads.iter().map(placeholder).collect::<Result<_>>()?;
+            let in_data: Vec<NDArray> = args.inputs[..n_args].iter().map(placeholder).collect::<Result<_>>()?;
+            let out_data: Vec<NDArray> = args.outputs.iter().map(placeholder).collect::<Result<_>>()?;
+            let aux: Vec<NDArray> = args.inputs[n_args..].iter().map(|x| x.clone().map_or_else(|| NDArray::zeros(&[0], DType::F32, ctx.device), Ok)).collect::<Result<_>>()?;
+            let _off = NotRecording::new();
+            guarded(&name_of(&inst.entry), || {
+                inst.op.backward(&ctx.req[..n_args], &out_grad, &in_data, &out_data, &in_grads[..n_args], &aux)
+            })
+        })
+}
+
+/// Looks up the registered `Custom` operator (for callers that want the fast path).
+pub fn custom_op() -> Result<registry::Op> {
+    registry::get("Custom")
+}
