@@ -1,0 +1,14 @@
+//! The seeds' custom operators written in Rust, used by the oxnet tour.
+//!
+//! - `sigmoid` (seeds 001/003): a parameter-less operator.
+//! - `dense` (seeds 001/003): `data · weightᵀ + bias` with a constant `bias`
+//!   attribute that arrives as a string, as in the reference.
+//! - `softmax_label` (seed 000): softmax forward; its backward is the
+//!   gradient of the cross-entropy loss with respect to the logits,
+//!   `softmax(x) - one_hot(label)`, so it needs no output gradient.
+//!
+//! Each works through `Custom(op_type=...)`, differentiates with autograd,
+//! and passes the op checker.
+
+pub mod data;
+pub mod seed_ops;
