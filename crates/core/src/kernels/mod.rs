@@ -1,1 +1,2 @@
 //! CPU kernels: plain functions over slices, free of the operator registry.
+pub mod matmul;
