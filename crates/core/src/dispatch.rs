@@ -48,7 +48,20 @@ pub fn invoke_into(op: &Op, inputs: &[&NDArray], attrs: &Attrs, outputs: &[NDArr
 
 /// Number of (argument, aux, output) entries of `op` under `attrs`.
 pub fn arity(op: &OpDef, attrs: &Attrs) -> Result<(usize, usize, usize)> {
-    Ok(((op.arguments)(attrs)?.len(), (op.aux_states)(attrs)?.len(), (op.outputs)(attrs)?.len()))
+    let [a, x, o] = op.fixed_counts;
+    let args = match a {
+        Some(n) => n,
+        None => (op.arguments)(attrs)?.len(),
+    };
+    let aux = match x {
+        Some(n) => n,
+        None => (op.aux_states)(attrs)?.len(),
+    };
+    let outs = match o {
+        Some(n) => n,
+        None => (op.outputs)(attrs)?.len(),
+    };
+    Ok((args, aux, outs))
 }
 
 /// Runs shape and dtype inference for inputs of known shapes and dtypes.

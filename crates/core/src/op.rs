@@ -209,7 +209,8 @@ pub struct OpDef {
     pub attrs: Vec<AttrSpec>,
     /// Accept (and keep as strings) keywords that are not declared.
     pub allow_extra_attrs: bool,
-    /// Names of the arguments (inputs that are not aux states).
+    /// Names of the arguments (inputs that are not aux states). Set names
+    /// through the builder methods, which keep the cached counts in step.
     pub arguments: NamesFn,
     /// Names of the outputs.
     pub outputs: NamesFn,
@@ -237,6 +238,9 @@ pub struct OpDef {
     /// The kernel accepts non-contiguous inputs (otherwise the dispatcher
     /// hands it contiguous copies).
     pub accepts_strided: bool,
+    /// Counts of (arguments, aux states, outputs) when the names are fixed,
+    /// so that calls need not build the name lists.
+    pub(crate) fixed_counts: [Option<usize>; 3],
 }
 
 fn fixed_names(names: &[&str]) -> NamesFn {
@@ -302,6 +306,7 @@ impl OpDef {
             create_state: None,
             prepare: None,
             accepts_strided: false,
+            fixed_counts: [Some(1), Some(0), Some(1)],
         }
     }
 
@@ -331,36 +336,42 @@ impl OpDef {
 
     /// Fixed argument names.
     pub fn arguments(mut self, names: &[&str]) -> Self {
+        self.fixed_counts[0] = Some(names.len());
         self.arguments = fixed_names(names);
         self
     }
 
     /// Argument names computed from the attributes.
     pub fn arguments_fn(mut self, f: impl Fn(&Attrs) -> Result<Vec<String>> + Send + Sync + 'static) -> Self {
+        self.fixed_counts[0] = None;
         self.arguments = Arc::new(f);
         self
     }
 
     /// Fixed output names.
     pub fn outputs(mut self, names: &[&str]) -> Self {
+        self.fixed_counts[2] = Some(names.len());
         self.outputs = fixed_names(names);
         self
     }
 
     /// Output names computed from the attributes.
     pub fn outputs_fn(mut self, f: impl Fn(&Attrs) -> Result<Vec<String>> + Send + Sync + 'static) -> Self {
+        self.fixed_counts[2] = None;
         self.outputs = Arc::new(f);
         self
     }
 
     /// Fixed auxiliary-state names.
     pub fn aux_states(mut self, names: &[&str]) -> Self {
+        self.fixed_counts[1] = Some(names.len());
         self.aux_states = fixed_names(names);
         self
     }
 
     /// Aux-state names computed from the attributes.
     pub fn aux_states_fn(mut self, f: impl Fn(&Attrs) -> Result<Vec<String>> + Send + Sync + 'static) -> Self {
+        self.fixed_counts[1] = None;
         self.aux_states = Arc::new(f);
         self
     }
