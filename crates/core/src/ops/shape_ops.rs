@@ -1,4 +1,0 @@
-//! Built-in operators: shape_ops.
-
-/// Registers this module's operators.
-pub(crate) fn register() {}
