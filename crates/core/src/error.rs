@@ -63,11 +63,17 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
-    /// Wraps `self` so that it names operator `op`, unless it already names one.
+    /// Wraps `self` so that it names operator `op`, unless it already names
+    /// `op` (or a refinement of it such as `Custom(op_type=x)` for `Custom`).
+    /// An error from an operator called inside another operator names both.
     pub fn in_op(self, op: &str) -> Error {
-        match self {
-            Error::Op { .. } => self,
-            other => Error::Op { op: op.to_string(), source: Box::new(other) },
+        match &self {
+            Error::Op { op: inner, .. }
+                if inner == op || (inner.starts_with(op) && inner[op.len()..].starts_with('(')) =>
+            {
+                self
+            }
+            _ => Error::Op { op: op.to_string(), source: Box::new(self) },
         }
     }
 
