@@ -29,12 +29,10 @@ fn tile_plan(x: &[usize], reps: &[i64]) -> Result<Plan> {
         ));
     }
     let m = x.len().max(reps.len());
-    let xs: Vec<usize> = std::iter::repeat(1)
-        .take(m - x.len())
+    let xs: Vec<usize> = std::iter::repeat_n(1, m - x.len())
         .chain(x.iter().copied())
         .collect();
-    let rs: Vec<usize> = std::iter::repeat(1)
-        .take(m - reps.len())
+    let rs: Vec<usize> = std::iter::repeat_n(1, m - reps.len())
         .chain(reps.iter().map(|r| *r as usize))
         .collect();
     let mut plan = Plan {
