@@ -127,12 +127,11 @@ impl CustomOp for Softmax {
         let labels = in_data[1].to_vec::<f64>()?;
         let (n, k) = (out_data[0].shape()[0], out_data[0].shape()[1]);
         let mut dx = y;
-        for (i, l) in labels.iter().enumerate() {
-            let l = *l as usize;
-            if l >= k || *l < 0.0 {
-                return Err(Error::Invalid(format!("label {l} of sample {i} is out of range for {k} classes")));
+        for (i, &label) in labels.iter().enumerate() {
+            if !(label >= 0.0 && (label as usize) < k) {
+                return Err(Error::Invalid(format!("label {label} of sample {i} is out of range for {k} classes")));
             }
-            dx[i * k + l] -= 1.0;
+            dx[i * k + label as usize] -= 1.0;
         }
         let dx = NDArray::from_vec(dx, &[n, k])?.astype(in_grad[0].dtype())?;
         custom::assign(&in_grad[0], req[0], &dx)
