@@ -1,4 +1,0 @@
-//! Built-in operators: reduce.
-
-/// Registers this module's operators.
-pub(crate) fn register() {}
