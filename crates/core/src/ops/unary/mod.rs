@@ -108,6 +108,10 @@ fn clip_attrs(attrs: &Attrs) -> Result<Clip> {
     Ok(Clip::new(attrs.float("a_min")?, attrs.float("a_max")?))
 }
 
+/// Computes a helper's gradient towards its second input from
+/// (incoming gradient, out_grad, second input).
+type SecondInputGrad = fn(&NDArray, &NDArray, &NDArray) -> Result<NDArray>;
+
 /// Gradient rule of a `_backward_*(out_grad, z)` helper `h(g, z) = g * d(z)`:
 /// the gradient towards `out_grad` is the helper itself applied to the
 /// incoming gradient; `dz` (if given) computes the one towards `z` from
@@ -115,7 +119,7 @@ fn clip_attrs(attrs: &Attrs) -> Result<Clip> {
 fn helper_rule(
     name: &'static str,
     float_attrs: &'static [&'static str],
-    dz: Option<fn(&NDArray, &NDArray, &NDArray) -> Result<NDArray>>,
+    dz: Option<SecondInputGrad>,
 ) -> impl Fn(&GradCtx) -> Result<Vec<Option<NDArray>>> + Send + Sync + 'static {
     move |c: &GradCtx| {
         let ([og], [g, z]) = (c.out_grads, c.inputs) else {

@@ -244,10 +244,12 @@ fn copies_and_constants() {
     assert_eq!(run("zeros_like", &x, &[]), vec![0.0; 6]);
     assert_eq!(run("ones_like", &x, &[]), vec![1.0; 6]);
     for name in ["identity", "zeros_like", "ones_like"] {
-        OpChecker::new(name, &[x.clone()]).run().unwrap();
+        OpChecker::new(name, std::slice::from_ref(&x))
+            .run()
+            .unwrap();
     }
     // BlockGrad's gradient is zero by definition, not the numeric one
-    OpChecker::new("BlockGrad", &[x.clone()])
+    OpChecker::new("BlockGrad", std::slice::from_ref(&x))
         .skip_grad()
         .run()
         .unwrap();
@@ -525,12 +527,26 @@ fn requests_inplace_add_null() {
     let x = NDArray::from_vec(xs.to_vec(), &[3]).unwrap();
     let op = registry::get("exp").unwrap();
     let attrs = op.parse_attrs(&[]).unwrap();
-    crate::invoke_into(&op, &[&x], &attrs, &[x.clone()], &[Req::Inplace]).unwrap();
+    crate::invoke_into(
+        &op,
+        &[&x],
+        &attrs,
+        std::slice::from_ref(&x),
+        &[Req::Inplace],
+    )
+    .unwrap();
     let want: Vec<f64> = xs.iter().map(|&v| (v as f64).exp()).collect();
     assert_all_close("exp inplace", &x.to_vec::<f64>().unwrap(), &want, 1e-6, 0.0);
     // the same for f16 and int
     let h = NDArray::from_vec(vec![f16::from_f32(0.5), f16::from_f32(-1.0)], &[2]).unwrap();
-    crate::invoke_into(&op, &[&h], &attrs, &[h.clone()], &[Req::Inplace]).unwrap();
+    crate::invoke_into(
+        &op,
+        &[&h],
+        &attrs,
+        std::slice::from_ref(&h),
+        &[Req::Inplace],
+    )
+    .unwrap();
     assert_all_close(
         "exp f16 inplace",
         &h.to_vec::<f64>().unwrap(),
@@ -540,15 +556,22 @@ fn requests_inplace_add_null() {
     );
     let relu = registry::get("relu").unwrap();
     let i = NDArray::from_vec(vec![-2i64, 3], &[2]).unwrap();
-    crate::invoke_into(&relu, &[&i], &attrs, &[i.clone()], &[Req::Inplace]).unwrap();
+    crate::invoke_into(
+        &relu,
+        &[&i],
+        &attrs,
+        std::slice::from_ref(&i),
+        &[Req::Inplace],
+    )
+    .unwrap();
     assert_eq!(i.to_vec::<i64>().unwrap(), vec![0, 3]);
     // add accumulates, null leaves the buffer alone
     let x = NDArray::from_vec(xs.to_vec(), &[3]).unwrap();
     let out = NDArray::full(&[3], 1.0, DType::F32, Device::Cpu).unwrap();
-    crate::invoke_into(&op, &[&x], &attrs, &[out.clone()], &[Req::Add]).unwrap();
+    crate::invoke_into(&op, &[&x], &attrs, std::slice::from_ref(&out), &[Req::Add]).unwrap();
     let want: Vec<f64> = xs.iter().map(|&v| (v as f64).exp() + 1.0).collect();
     assert_all_close("exp add", &out.to_vec::<f64>().unwrap(), &want, 1e-6, 0.0);
-    crate::invoke_into(&op, &[&x], &attrs, &[out.clone()], &[Req::Null]).unwrap();
+    crate::invoke_into(&op, &[&x], &attrs, std::slice::from_ref(&out), &[Req::Null]).unwrap();
     assert_all_close("exp null", &out.to_vec::<f64>().unwrap(), &want, 1e-6, 0.0);
     // a strided input is read correctly
     let m = NDArray::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
@@ -572,7 +595,7 @@ fn long_arrays_take_the_parallel_paths() {
         let x = x64.astype(dt).unwrap();
         let xv = x.to_vec::<f64>().unwrap();
         let out = NDArray::full(&[n], 0.5, dt, Device::Cpu).unwrap();
-        crate::invoke_into(&op, &[&x], &attrs, &[out.clone()], &[Req::Add]).unwrap();
+        crate::invoke_into(&op, &[&x], &attrs, std::slice::from_ref(&out), &[Req::Add]).unwrap();
         let got = out.to_vec::<f64>().unwrap();
         let tol = if dt == DType::F16 || dt == DType::BF16 {
             1e-2
