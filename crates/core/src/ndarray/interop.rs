@@ -22,15 +22,35 @@ impl NDArray {
         Ok(NDArray::from_parts(Arc::new(storage), shape, strides, offset, T::DTYPE))
     }
 
+    /// The lowest-addressed element and the absolute strides; `ndarray`
+    /// takes only non-negative strides, so reversed axes are inverted after.
+    fn positive_layout<T: Element>(&self) -> Result<(*mut T, Vec<usize>, Vec<usize>)> {
+        let mut ptr = self.data_ptr::<T>()?;
+        self.device().ensure_available()?;
+        let mut reversed = Vec::new();
+        let mut strides = Vec::with_capacity(self.ndim());
+        for (axis, (&s, &d)) in self.strides().iter().zip(self.shape()).enumerate() {
+            if s < 0 && d > 0 {
+                // SAFETY: the last element along this axis lies inside the view.
+                ptr = unsafe { ptr.offset(s * (d as isize - 1)) };
+                reversed.push(axis);
+            }
+            strides.push(s.unsigned_abs());
+        }
+        Ok((ptr, strides, reversed))
+    }
+
     /// A read-only `ndarray` view of the same memory (any strides).
     pub fn view<T: Element>(&self) -> Result<ArrayViewD<'_, T>> {
-        let ptr = self.data_ptr::<T>()?;
-        self.device().ensure_available()?;
-        let strides: Vec<usize> = self.strides().iter().map(|s| *s as usize).collect();
+        let (ptr, strides, reversed) = self.positive_layout::<T>()?;
         let shape = IxDyn(self.shape()).strides(IxDyn(&strides));
         // SAFETY: the layout describes elements inside the storage, which
         // outlives the borrow of `self`.
-        unsafe { Ok(ArrayViewD::from_shape_ptr(shape, ptr as *const T)) }
+        let mut view = unsafe { ArrayViewD::from_shape_ptr(shape, ptr as *const T) };
+        for axis in reversed {
+            view.invert_axis(ndarray::Axis(axis));
+        }
+        Ok(view)
     }
 
     /// A mutable `ndarray` view of the same memory (writable arrays only;
@@ -40,12 +60,14 @@ impl NDArray {
         if self.strides().iter().zip(self.shape()).any(|(s, d)| *s == 0 && *d > 1) {
             return Err(Error::Invalid("cannot write through a broadcast view".into()));
         }
-        let ptr = self.data_ptr::<T>()?;
-        self.device().ensure_available()?;
-        let strides: Vec<usize> = self.strides().iter().map(|s| *s as usize).collect();
+        let (ptr, strides, reversed) = self.positive_layout::<T>()?;
         let shape = IxDyn(self.shape()).strides(IxDyn(&strides));
         // SAFETY: as in `view`; no two elements alias (no zero strides).
-        unsafe { Ok(ArrayViewMutD::from_shape_ptr(shape, ptr)) }
+        let mut view = unsafe { ArrayViewMutD::from_shape_ptr(shape, ptr) };
+        for axis in reversed {
+            view.invert_axis(ndarray::Axis(axis));
+        }
+        Ok(view)
     }
 }
 
@@ -64,6 +86,9 @@ mod tests {
         assert_eq!(v[[1, 2]], 6.0);
         let rev = a.slice(&[SliceSpec::all(), SliceSpec { begin: None, end: None, step: Some(-1) }]).unwrap();
         assert_eq!(rev.view::<f32>().unwrap()[[0, 0]], 3.0);
+        assert_eq!(rev.view::<f32>().unwrap()[[1, 2]], 4.0);
+        rev.view_mut::<f32>().unwrap()[[1, 0]] = 60.0;
+        assert_eq!(a.to_vec::<f32>().unwrap()[5], 60.0);
         a.view_mut::<f32>().unwrap()[[0, 0]] = 10.0;
         assert_eq!(a.to_vec::<f32>().unwrap()[0], 10.0);
         assert!(a.view::<f64>().is_err());
