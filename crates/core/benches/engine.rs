@@ -6,7 +6,8 @@
 //! - sigmoid forward+backward on 1 element under autograd recording.
 //!
 //! `cargo bench -p oxnet-core --bench engine` prints the figures;
-//! `scripts/bench_report.py` turns criterion's output into ratios.
+//! `python3 scripts/bench_report.py` then prints the figures as ratios next to
+//! their targets.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use oxnet_core::custom::{self, CustomOp, CustomOpProp};
