@@ -23,7 +23,15 @@ struct PropEntry {
     args: Vec<String>,
     outputs: Vec<String>,
     aux: Vec<String>,
-    operators: Mutex<HashMap<(Vec<Shape>, Vec<DType>, Device), Arc<dyn CustomOp>>>,
+    operators: Mutex<OperatorCache>,
+}
+
+/// Operators created by one property, by (shapes, dtypes, device), plus the
+/// most recently used one, checked first without building a key.
+#[derive(Default)]
+struct OperatorCache {
+    by_signature: HashMap<(Vec<Shape>, Vec<DType>, Device), Arc<Instance>>,
+    last: Option<(Vec<Shape>, Vec<DType>, Device, Arc<Instance>)>,
 }
 
 /// More distinct shape signatures than this empties an entry's operator cache.
@@ -33,7 +41,9 @@ static PROPS: Mutex<Option<HashMap<String, Arc<PropEntry>>>> = Mutex::new(None);
 
 /// The operator instance a call runs (the `Custom` op's state).
 struct Instance {
-    entry: Arc<PropEntry>,
+    /// `Custom(op_type=...)`, for error messages.
+    name: String,
+    n_args: usize,
     op: Arc<dyn CustomOp>,
 }
 
@@ -89,7 +99,7 @@ pub fn cached_operator_count(op_type: &str, kwargs: &[(&str, &str)]) -> usize {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .as_ref()
-        .and_then(|m| m.get(&key).map(|e| e.operators.lock().unwrap_or_else(|e| e.into_inner()).len()))
+        .and_then(|m| m.get(&key).map(|e| e.operators.lock().unwrap_or_else(|e| e.into_inner()).by_signature.len()))
         .unwrap_or(0)
 }
 
@@ -125,7 +135,7 @@ fn prop_entry(attrs: &Attrs) -> Result<Arc<PropEntry>> {
     let name = format!("Custom(op_type={op_type})");
     let prop = guarded(&name, || factory(kwargs))?;
     let (args, outputs, aux) = guarded(&name, || Ok((prop.list_arguments(), prop.list_outputs(), prop.list_auxiliary_states())))?;
-    let entry = Arc::new(PropEntry { op_type, prop, args, outputs, aux, operators: Mutex::new(HashMap::new()) });
+    let entry = Arc::new(PropEntry { op_type, prop, args, outputs, aux, operators: Mutex::new(OperatorCache::default()) });
     PROPS.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(key, entry.clone());
     Ok(entry)
 }
@@ -204,20 +214,34 @@ fn infer_type(attrs: &Attrs, ins: &mut [Option<DType>], outs: &mut [Option<DType
 }
 
 fn create_state(attrs: &Attrs, shapes: &[Shape], dtypes: &[DType], device: Device) -> Result<OpState> {
-    let entry = entry_of(attrs)?.clone();
+    let entry = entry_of(attrs)?;
+    {
+        let cache = entry.operators.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((s, d, dev, inst)) = &cache.last {
+            if s.as_slice() == shapes && d.as_slice() == dtypes && *dev == device {
+                return Ok(inst.clone());
+            }
+        }
+    }
     let key = (shapes.to_vec(), dtypes.to_vec(), device);
-    if let Some(op) = entry.operators.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-        return Ok(Arc::new(Instance { entry: entry.clone(), op: op.clone() }));
-    }
-    let n_args = entry.args.len();
-    let op = guarded(&name_of(&entry), || entry.prop.create_operator(device, &shapes[..n_args], &dtypes[..n_args]))?;
-    let mut cache = entry.operators.lock().unwrap_or_else(|e| e.into_inner());
-    if cache.len() >= MAX_CACHED_OPERATORS {
-        cache.clear();
-    }
-    cache.insert(key, op.clone());
-    drop(cache);
-    Ok(Arc::new(Instance { entry, op }))
+    let found = entry.operators.lock().unwrap_or_else(|e| e.into_inner()).by_signature.get(&key).cloned();
+    let inst = match found {
+        Some(inst) => inst,
+        None => {
+            let n_args = entry.args.len();
+            let name = name_of(entry);
+            let op = guarded(&name, || entry.prop.create_operator(device, &shapes[..n_args], &dtypes[..n_args]))?;
+            let inst = Arc::new(Instance { name, n_args, op });
+            let mut cache = entry.operators.lock().unwrap_or_else(|e| e.into_inner());
+            if cache.by_signature.len() >= MAX_CACHED_OPERATORS {
+                cache.by_signature.clear();
+            }
+            cache.by_signature.insert(key.clone(), inst.clone());
+            inst
+        }
+    };
+    entry.operators.lock().unwrap_or_else(|e| e.into_inner()).last = Some((key.0, key.1, key.2, inst.clone()));
+    Ok(inst)
 }
 
 fn instance(state: Option<&OpState>) -> Result<&Instance> {
@@ -265,15 +289,15 @@ pub(crate) fn custom_op_def() -> OpDef {
         .create_state(create_state)
         .forward(|ctx, inputs, outputs| {
             let inst = instance(ctx.state)?;
-            let n_args = inst.entry.args.len();
-            let in_data: Vec<NDArray> = inputs[..n_args].iter().map(|x| x.read_only_view()).collect();
+            let n_args = inst.n_args;
+            let in_data: smallvec::SmallVec<[NDArray; 4]> = inputs[..n_args].iter().map(|x| x.read_only_view()).collect();
             let aux = &inputs[n_args..];
             let _off = NotRecording::new();
-            guarded(&name_of(&inst.entry), || inst.op.forward(ctx.is_train, ctx.req, &in_data, outputs, aux))
+            guarded(&inst.name, || inst.op.forward(ctx.is_train, ctx.req, &in_data, outputs, aux))
         })
         .backward(backward_deps, |ctx, args, in_grads| {
             let inst = instance(ctx.state)?;
-            let n_args = inst.entry.args.len();
+            let n_args = inst.n_args;
             let placeholder = |x: &Option<NDArray>| -> Result<NDArray> {
                 match x {
                     Some(a) => Ok(a.read_only_view()),
@@ -285,7 +309,7 @@ pub(crate) fn custom_op_def() -> OpDef {
             let out_data: Vec<NDArray> = args.outputs.iter().map(placeholder).collect::<Result<_>>()?;
             let aux: Vec<NDArray> = args.inputs[n_args..].iter().map(|x| x.clone().map_or_else(|| NDArray::zeros(&[0], DType::F32, ctx.device), Ok)).collect::<Result<_>>()?;
             let _off = NotRecording::new();
-            guarded(&name_of(&inst.entry), || {
+            guarded(&inst.name, || {
                 inst.op.backward(&ctx.req[..n_args], &out_grad, &in_data, &out_data, &in_grads[..n_args], &aux)
             })
         })
