@@ -471,7 +471,9 @@ fn add_n_names(attrs: &Attrs) -> Result<Vec<String>> {
     Ok((0..n).map(|i| format!("arg{i}")).collect())
 }
 
-/// Sums every input into `out` in blocks (alias-safe, vectorised).
+/// Sums every input into `out`, piece by piece (each piece stays in cache
+/// while the inputs are added into it). An input the output aliases
+/// (`req = inplace`) is read first, before the output is written.
 fn add_n_kernel(ins: &[NDArray], out: &NDArray, req: Req) -> Result<()> {
     if req == Req::Null {
         return Ok(());
@@ -479,6 +481,7 @@ fn add_n_kernel(ins: &[NDArray], out: &NDArray, req: Req) -> Result<()> {
     out.check_writable()?;
     crate::with_numeric_dtype!(out.dtype(), T => {
         let n = out.size();
+        let op = out.data_ptr::<T>()? as usize;
         let mut ptrs = Vec::with_capacity(ins.len());
         for x in ins {
             if x.size() != n || !x.is_contiguous() {
@@ -486,35 +489,36 @@ fn add_n_kernel(ins: &[NDArray], out: &NDArray, req: Req) -> Result<()> {
             }
             ptrs.push(x.data_ptr::<T>()? as usize);
         }
-        let op = out.data_ptr::<T>()? as usize;
-        const BLOCK: usize = 1024;
-        let block = |bi: usize| {
-            let start = bi * BLOCK;
-            let len = BLOCK.min(n - start);
-            let mut acc = [T::zero(); BLOCK];
-            let acc = &mut acc[..len];
-            // SAFETY: every input and the output hold `n` elements; the block
-            // is read completely before the output block is written.
+        if let Some(j) = ptrs.iter().position(|p| *p == op) {
+            ptrs.swap(0, j);
+        }
+        if ptrs.is_empty() || n == 0 {
+            return Ok(());
+        }
+        let add = |x: T, y: T| x.b_add(y);
+        let first = |x: T, _: T| x;
+        let piece = |start: usize, len: usize| {
+            let at = |p: usize| (p as *const T).wrapping_add(start);
+            let o = (op as *mut T).wrapping_add(start);
+            // SAFETY: every input and the output hold `n >= start + len`
+            // elements; the loops read each element before writing it.
             unsafe {
-                acc.copy_from_slice(std::slice::from_raw_parts((ptrs[0] as *const T).add(start), len));
-                for p in &ptrs[1..] {
-                    let src = std::slice::from_raw_parts((*p as *const T).add(start), len);
-                    for (a, s) in acc.iter_mut().zip(src) {
-                        *a = a.b_add(*s);
-                    }
+                if ptrs.len() == 1 {
+                    kernel::flat(len, at(ptrs[0]), 1, at(ptrs[0]), 1, o, req, &first);
+                    return;
                 }
-                let o = (op as *mut T).add(start);
-                for (i, a) in acc.iter().enumerate() {
-                    *o.add(i) = if req == Req::Add { Element::add(*o.add(i), *a) } else { *a };
+                kernel::flat(len, at(ptrs[0]), 1, at(ptrs[1]), 1, o, req, &add);
+                for p in &ptrs[2..] {
+                    kernel::flat(len, o as *const T, 1, at(*p), 1, o, Req::Write, &add);
                 }
             }
         };
-        let blocks = n.div_ceil(BLOCK);
+        const PIECE: usize = 8 * 1024;
         if n * ins.len() >= kernel::PAR_MIN {
             use rayon::prelude::*;
-            (0..blocks).into_par_iter().for_each(block);
+            (0..n.div_ceil(PIECE)).into_par_iter().for_each(|k| piece(k * PIECE, PIECE.min(n - k * PIECE)));
         } else {
-            (0..blocks).for_each(block);
+            piece(0, n);
         }
     });
     Ok(())

@@ -494,6 +494,28 @@ fn add_n_sums_everything() {
     .unwrap();
     let got = b.to_vec::<f64>().unwrap();
     assert!(got.iter().enumerate().all(|(i, v)| *v == 1.5 * i as f64));
+    // three inputs, the output aliasing the last one (small and large)
+    for len in [5, 50_000] {
+        let xs: Vec<NDArray> = (0..3)
+            .map(|k| arr((0..len).map(|i| (i + k) as f64).collect(), &[len]))
+            .collect();
+        let attrs = op.parse_attrs(&[("num_args", 3.into())]).unwrap();
+        crate::invoke_into(
+            &op,
+            &[&xs[0], &xs[1], &xs[2]],
+            &attrs,
+            std::slice::from_ref(&xs[2]),
+            &[Req::Inplace],
+        )
+        .unwrap();
+        let got = xs[2].to_vec::<f64>().unwrap();
+        assert!(
+            got.iter()
+                .enumerate()
+                .all(|(i, v)| *v == (3 * i + 3) as f64),
+            "len {len}"
+        );
+    }
 }
 
 /// Large operands take the parallel and row-collapsed paths; results must

@@ -635,16 +635,19 @@ pub(crate) fn arg_reduce<T: RNum>(
     let block = |p: usize, out: &mut [usize]| {
         let base = p * n * post;
         if post == 1 {
+            // the extreme value with a vectorised pass, then its first position
             let row = &x[base..base + n];
-            let mut bi = 0;
-            let mut bv = row[0];
-            for (k, &v) in row.iter().enumerate().skip(1) {
-                if better(v, bv) {
-                    bv = v;
-                    bi = k;
-                }
-            }
-            out[0] = bi;
+            let m = if is_max {
+                reduce_row(&Max, row)
+            } else {
+                reduce_row(&Min, row)
+            };
+            let pos = if m.nan() {
+                row.iter().position(|v| v.nan())
+            } else {
+                row.iter().position(|v| *v == m)
+            };
+            out[0] = pos.unwrap_or(0);
         } else {
             let mut bv: Vec<T> = x[base..base + post].to_vec();
             out.iter_mut().for_each(|o| *o = 0);
