@@ -317,7 +317,7 @@ struct Entry {
     kind: Kind,
     what: &'static str,
     broadcast: (&'static str, &'static [&'static str]),
-    same_shape: Option<(&'static str, &'static [&'static str])>,
+    same_shape: (&'static str, &'static [&'static str]),
     scalar: (&'static str, &'static [&'static str]),
 }
 
@@ -326,100 +326,98 @@ const ENTRIES: [Entry; 13] = [
         kind: Kind::Add,
         what: "lhs + rhs",
         broadcast: ("broadcast_add", &["broadcast_plus", "add"]),
-        same_shape: Some(("elemwise_add", &["_plus", "_add", "_Plus"])),
+        same_shape: ("elemwise_add", &["_plus", "_add", "_Plus"]),
         scalar: ("_plus_scalar", &["_PlusScalar"]),
     },
     Entry {
         kind: Kind::Sub,
         what: "lhs - rhs",
         broadcast: ("broadcast_sub", &["broadcast_minus", "subtract"]),
-        same_shape: Some(("elemwise_sub", &["_minus", "_sub", "_Minus"])),
+        same_shape: ("elemwise_sub", &["_minus", "_sub", "_Minus"]),
         scalar: ("_minus_scalar", &["_MinusScalar"]),
     },
     Entry {
         kind: Kind::Mul,
         what: "lhs * rhs",
         broadcast: ("broadcast_mul", &["multiply"]),
-        same_shape: Some(("elemwise_mul", &["_mul", "_Mul"])),
+        same_shape: ("elemwise_mul", &["_mul", "_Mul"]),
         scalar: ("_mul_scalar", &["_MulScalar"]),
     },
     Entry {
         kind: Kind::Div,
         what: "lhs / rhs (integer division truncates; by zero gives 0)",
         broadcast: ("broadcast_div", &["divide"]),
-        same_shape: Some(("elemwise_div", &["_div", "_Div"])),
+        same_shape: ("elemwise_div", &["_div", "_Div"]),
         scalar: ("_div_scalar", &["_DivScalar"]),
     },
     Entry {
         kind: Kind::Pow,
         what: "lhs ^ rhs",
         broadcast: ("broadcast_power", &["power"]),
-        same_shape: Some(("_power", &["_Power"])),
+        same_shape: ("_power", &["_Power"]),
         scalar: ("_power_scalar", &["_PowerScalar"]),
     },
     Entry {
         kind: Kind::Max,
         what: "max(lhs, rhs) (NaN propagates)",
         broadcast: ("broadcast_maximum", &["maximum"]),
-        same_shape: Some(("_maximum", &["_Maximum"])),
+        same_shape: ("_maximum", &["_Maximum"]),
         scalar: ("_maximum_scalar", &["_MaximumScalar"]),
     },
     Entry {
         kind: Kind::Min,
         what: "min(lhs, rhs) (NaN propagates)",
         broadcast: ("broadcast_minimum", &["minimum"]),
-        same_shape: Some(("_minimum", &["_Minimum"])),
+        same_shape: ("_minimum", &["_Minimum"]),
         scalar: ("_minimum_scalar", &["_MinimumScalar"]),
     },
     Entry {
         kind: Kind::Eq,
         what: "1 where lhs == rhs, else 0",
         broadcast: ("broadcast_equal", &["equal"]),
-        same_shape: Some(("_equal", &[])),
+        same_shape: ("_equal", &[]),
         scalar: ("_equal_scalar", &["_EqualScalar"]),
     },
     Entry {
         kind: Kind::Ne,
         what: "1 where lhs != rhs, else 0",
         broadcast: ("broadcast_not_equal", &["not_equal"]),
-        same_shape: Some(("_not_equal", &[])),
+        same_shape: ("_not_equal", &[]),
         scalar: ("_not_equal_scalar", &["_NotEqualScalar"]),
     },
     Entry {
         kind: Kind::Gt,
         what: "1 where lhs > rhs, else 0",
         broadcast: ("broadcast_greater", &["greater"]),
-        same_shape: Some(("_greater", &[])),
+        same_shape: ("_greater", &[]),
         scalar: ("_greater_scalar", &["_GreaterScalar"]),
     },
     Entry {
         kind: Kind::Ge,
         what: "1 where lhs >= rhs, else 0",
         broadcast: ("broadcast_greater_equal", &["greater_equal"]),
-        same_shape: Some(("_greater_equal", &[])),
+        same_shape: ("_greater_equal", &[]),
         scalar: ("_greater_equal_scalar", &["_GreaterEqualScalar"]),
     },
     Entry {
         kind: Kind::Lt,
         what: "1 where lhs < rhs, else 0",
         broadcast: ("broadcast_lesser", &["lesser", "less"]),
-        same_shape: Some(("_lesser", &[])),
+        same_shape: ("_lesser", &[]),
         scalar: ("_lesser_scalar", &["_LesserScalar"]),
     },
     Entry {
         kind: Kind::Le,
         what: "1 where lhs <= rhs, else 0",
         broadcast: ("broadcast_lesser_equal", &["lesser_equal", "less_equal"]),
-        same_shape: Some(("_lesser_equal", &[])),
+        same_shape: ("_lesser_equal", &[]),
         scalar: ("_lesser_equal_scalar", &["_LesserEqualScalar"]),
     },
 ];
 
 fn register_scalar(name: &str, aliases: &[&str], kind: Kind, reversed: bool, what: &str) {
     let expr = if reversed {
-        what.replace("lhs", "SCALAR")
-            .replace("rhs", "data")
-            .replace("SCALAR", "scalar")
+        what.replace("lhs", "scalar").replace("rhs", "data")
     } else {
         what.replace("lhs", "data").replace("rhs", "scalar")
     };
@@ -535,15 +533,13 @@ pub(crate) fn register() {
             true,
             &format!("Element-wise {} with numpy broadcasting.", e.what),
         ));
-        if let Some((name, aliases)) = e.same_shape {
-            registry::register(two_operand_def(
-                name,
-                aliases,
-                kind,
-                false,
-                &format!("Element-wise {} of two arrays of the same shape.", e.what),
-            ));
-        }
+        registry::register(two_operand_def(
+            e.same_shape.0,
+            e.same_shape.1,
+            kind,
+            false,
+            &format!("Element-wise {} of two arrays of the same shape.", e.what),
+        ));
         register_scalar(e.scalar.0, e.scalar.1, kind, false, e.what);
     }
     register_scalar(
