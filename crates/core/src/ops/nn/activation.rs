@@ -127,21 +127,21 @@ fn leaky_forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Re
             x,
             out,
             req,
-            |v| if v > 0.0 { v } else { s32 * v },
-            |v| if v > 0.0 { v } else { slope * v },
+            move |v| if v > 0.0 { v } else { s32 * v },
+            move |v| if v > 0.0 { v } else { slope * v },
         ),
         "elu" => map_float(
             x,
             out,
             req,
-            |v| {
+            move |v| {
                 if v > 0.0 {
                     v
                 } else {
                     s32 * expm1_f32(v.min(0.0))
                 }
             },
-            |v| if v > 0.0 { v } else { slope * v.exp_m1() },
+            move |v| if v > 0.0 { v } else { slope * v.exp_m1() },
         ),
         "selu" => {
             let (l32, a32) = (SELU_LAMBDA as f32, SELU_ALPHA as f32);
@@ -149,22 +149,22 @@ fn leaky_forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Re
                 x,
                 out,
                 req,
-                |v| {
+                move |v| {
                     l32 * if v > 0.0 {
                         v
                     } else {
                         a32 * expm1_f32(v.min(0.0))
                     }
                 },
-                |v| SELU_LAMBDA * if v > 0.0 { v } else { SELU_ALPHA * v.exp_m1() },
+                move |v| SELU_LAMBDA * if v > 0.0 { v } else { SELU_ALPHA * v.exp_m1() },
             )
         }
         "gelu" => map_float(
             x,
             out,
             req,
-            |v| 0.5 * v * (1.0 + scalar::erf_f32(v * FRAC_1_SQRT_2 as f32)),
-            |v| 0.5 * v * (1.0 + scalar::erf_f64(v * FRAC_1_SQRT_2)),
+            move |v| 0.5 * v * (1.0 + scalar::erf_f32(v * FRAC_1_SQRT_2 as f32)),
+            move |v| 0.5 * v * (1.0 + scalar::erf_f64(v * FRAC_1_SQRT_2)),
         ),
         other => Err(crate::Error::attr(
             "act_type",

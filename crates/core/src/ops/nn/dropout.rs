@@ -15,7 +15,7 @@ use crate::{
     registry, AttrKind, AttrSpec, Element, Error, FloatElement, GradCtx, NDArray, OpContext, OpDef,
     Req, Result,
 };
-use rand::Rng;
+use rand::RngCore;
 use std::sync::Arc;
 
 fn prob(attrs: &Attrs) -> Result<f64> {
@@ -48,8 +48,16 @@ fn forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<(
         let n_mask = numel(&mshape);
         let mask: Vec<T> = if on {
             let keep = 1.0 - p;
-            let kept = T::from_f64(if keep > 0.0 { 1.0 / keep } else { 0.0 });
-            ctx.with_rng(|rng| (0..n_mask).map(|_| if rng.random::<f64>() < keep { kept } else { T::zero() }).collect())
+            let table = [T::zero(), T::from_f64(if keep > 0.0 { 1.0 / keep } else { 0.0 })];
+            // keep when a uniform 53-bit draw u·2⁻⁵³ falls below 1-p
+            let threshold = (keep * (1u64 << 53) as f64).ceil() as u64;
+            let mut flags = vec![0u8; n_mask];
+            ctx.with_rng(|rng| {
+                for f in flags.iter_mut() {
+                    *f = ((rng.next_u64() >> 11) < threshold) as u8;
+                }
+            });
+            flags.iter().map(|&f| table[f as usize]).collect()
         } else {
             vec![T::one(); n_mask]
         };

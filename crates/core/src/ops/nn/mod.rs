@@ -31,8 +31,8 @@ pub(super) fn map_float<F32, F64>(
     f64f: F64,
 ) -> Result<()>
 where
-    F32: Fn(f32) -> f32 + Sync + Send,
-    F64: Fn(f64) -> f64 + Sync + Send,
+    F32: Fn(f32) -> f32 + Sync + Send + Copy,
+    F64: Fn(f64) -> f64 + Sync + Send + Copy,
 {
     if req == Req::Null {
         return Ok(());
@@ -69,8 +69,8 @@ where
         }
     }
     match x.dtype() {
-        DType::F32 => run::<f32>(&x, out, req, |xs, o| simd_math::map_f32(xs, o, &f32f)),
-        DType::F64 => run::<f64>(&x, out, req, |xs, o| simd_math::map_f64(xs, o, &f64f)),
+        DType::F32 => run::<f32>(&x, out, req, |xs, o| simd_math::map_f32(xs, o, f32f)),
+        DType::F64 => run::<f64>(&x, out, req, |xs, o| simd_math::map_f64(xs, o, f64f)),
         DType::F16 => run::<half::f16>(&x, out, req, |xs, o| half(xs, o, &f32f)),
         DType::BF16 => run::<half::bf16>(&x, out, req, |xs, o| half(xs, o, &f32f)),
         other => Err(Error::DType(format!(
