@@ -124,6 +124,9 @@ impl NDArray {
 
     /// True when the elements are laid out densely in row-major order.
     pub fn is_contiguous(&self) -> bool {
+        if self.size() == 0 {
+            return true;
+        }
         let mut expect = 1isize;
         for (d, s) in self.shape().iter().zip(self.strides()).rev() {
             if *d != 1 && *s != expect {
