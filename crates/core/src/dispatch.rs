@@ -49,6 +49,13 @@ pub fn invoke_into(op: &Op, inputs: &[&NDArray], attrs: &Attrs, outputs: &[NDArr
 /// Number of (argument, aux, output) entries of `op` under `attrs`.
 pub fn arity(op: &OpDef, attrs: &Attrs) -> Result<(usize, usize, usize)> {
     let [a, x, o] = op.fixed_counts;
+    if let [Some(a), Some(x), Some(o)] = op.fixed_counts {
+        return Ok((a, x, o));
+    }
+    if let Some(counts) = &op.arity {
+        let [a, x, o] = counts(attrs)?;
+        return Ok((a, x, o));
+    }
     let args = match a {
         Some(n) => n,
         None => (op.arguments)(attrs)?.len(),

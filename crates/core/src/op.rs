@@ -241,7 +241,13 @@ pub struct OpDef {
     /// Counts of (arguments, aux states, outputs) when the names are fixed,
     /// so that calls need not build the name lists.
     pub(crate) fixed_counts: [Option<usize>; 3],
+    /// Counts of (arguments, aux states, outputs) computed from the
+    /// attributes without building name lists (see [`OpDef::arity_fn`]).
+    pub(crate) arity: Option<ArityFn>,
 }
+
+/// Counts of (arguments, aux states, outputs) from the attributes.
+pub type ArityFn = Arc<dyn Fn(&Attrs) -> Result<[usize; 3]> + Send + Sync>;
 
 fn fixed_names(names: &[&str]) -> NamesFn {
     let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
@@ -307,6 +313,7 @@ impl OpDef {
             prepare: None,
             accepts_strided: false,
             fixed_counts: [Some(1), Some(0), Some(1)],
+            arity: None,
         }
     }
 
@@ -345,6 +352,13 @@ impl OpDef {
     pub fn arguments_fn(mut self, f: impl Fn(&Attrs) -> Result<Vec<String>> + Send + Sync + 'static) -> Self {
         self.fixed_counts[0] = None;
         self.arguments = Arc::new(f);
+        self
+    }
+
+    /// A fast count of (arguments, aux states, outputs) for operators whose
+    /// names depend on the attributes; it must agree with the name lists.
+    pub fn arity_fn(mut self, f: impl Fn(&Attrs) -> Result<[usize; 3]> + Send + Sync + 'static) -> Self {
+        self.arity = Some(Arc::new(f));
         self
     }
 

@@ -24,6 +24,33 @@ struct PropEntry {
     outputs: Vec<String>,
     aux: Vec<String>,
     operators: Mutex<OperatorCache>,
+    /// The last shape and dtype inference, by the input slots it was given.
+    last_shapes: Mutex<Option<InferCache<Shape>>>,
+    last_types: Mutex<Option<InferCache<DType>>>,
+}
+
+/// One inference: input slots as given, then the inputs and outputs it filled.
+type InferCache<T> = (Vec<Option<T>>, Vec<Option<T>>, Vec<Option<T>>);
+
+/// Runs an inference through `cache`: a repeat of the last input slots
+/// reuses its result (properties are pure functions of their inputs).
+fn cached_inference<T: Clone + PartialEq>(
+    cache: &Mutex<Option<InferCache<T>>>,
+    ins: &mut [Option<T>],
+    outs: &mut [Option<T>],
+    infer: impl FnOnce(&mut [Option<T>], &mut [Option<T>]) -> Result<()>,
+) -> Result<()> {
+    if let Some((given, filled_in, filled_out)) = cache.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        if given.as_slice() == ins && filled_out.len() == outs.len() {
+            ins.clone_from_slice(filled_in);
+            outs.clone_from_slice(filled_out);
+            return Ok(());
+        }
+    }
+    let given = ins.to_vec();
+    infer(ins, outs)?;
+    *cache.lock().unwrap_or_else(|e| e.into_inner()) = Some((given, ins.to_vec(), outs.to_vec()));
+    Ok(())
 }
 
 /// Operators created by one property, by (shapes, dtypes, device), plus the
@@ -135,7 +162,10 @@ fn prop_entry(attrs: &Attrs) -> Result<Arc<PropEntry>> {
     let name = format!("Custom(op_type={op_type})");
     let prop = guarded(&name, || factory(kwargs))?;
     let (args, outputs, aux) = guarded(&name, || Ok((prop.list_arguments(), prop.list_outputs(), prop.list_auxiliary_states())))?;
-    let entry = Arc::new(PropEntry { op_type, prop, args, outputs, aux, operators: Mutex::new(OperatorCache::default()) });
+    let entry = Arc::new(PropEntry { op_type, prop, args, outputs, aux, operators: Mutex::new(OperatorCache::default()),
+        last_shapes: Mutex::new(None),
+        last_types: Mutex::new(None),
+    });
     PROPS.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(key, entry.clone());
     Ok(entry)
 }
@@ -174,6 +204,10 @@ impl Drop for NotRecording {
 
 fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
     let entry = entry_of(attrs)?;
+    cached_inference(&entry.last_shapes, ins, outs, |ins, outs| infer_shape_uncached(entry, ins, outs))
+}
+
+fn infer_shape_uncached(entry: &PropEntry, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
     let n_args = entry.args.len();
     let given: Vec<Shape> = ins[..n_args]
         .iter()
@@ -198,6 +232,10 @@ fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shap
 
 fn infer_type(attrs: &Attrs, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
     let entry = entry_of(attrs)?;
+    cached_inference(&entry.last_types, ins, outs, |ins, outs| infer_type_uncached(entry, ins, outs))
+}
+
+fn infer_type_uncached(entry: &PropEntry, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
     let n_args = entry.args.len();
     let given: Vec<DType> = ins[..n_args].iter().map(|d| d.unwrap_or(DType::F32)).collect();
     let (arg_t, out_t, aux_t) = guarded(&name_of(entry), || entry.prop.infer_type(&given))?;
@@ -283,6 +321,10 @@ pub(crate) fn custom_op_def() -> OpDef {
         .arguments_fn(|a| Ok(entry_of(a)?.args.clone()))
         .outputs_fn(|a| Ok(entry_of(a)?.outputs.clone()))
         .aux_states_fn(|a| Ok(entry_of(a)?.aux.clone()))
+        .arity_fn(|a| {
+            let e = entry_of(a)?;
+            Ok([e.args.len(), e.aux.len(), e.outputs.len()])
+        })
         .mutate_inputs(|a| entry_of(a).map(|e| (e.args.len()..e.args.len() + e.aux.len()).collect()).unwrap_or_default())
         .infer_shape(infer_shape)
         .infer_type(infer_type)
