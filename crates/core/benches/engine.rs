@@ -18,7 +18,14 @@ use std::sync::Arc;
 /// The same sigmoid as the built-in, as a Rust custom operator.
 struct CustomSigmoid;
 impl CustomOp for CustomSigmoid {
-    fn forward(&self, _t: bool, req: &[Req], ins: &[NDArray], outs: &[NDArray], _aux: &[NDArray]) -> Result<()> {
+    fn forward(
+        &self,
+        _t: bool,
+        req: &[Req],
+        ins: &[NDArray],
+        outs: &[NDArray],
+        _aux: &[NDArray],
+    ) -> Result<()> {
         let x = ins[0].as_slice::<f32>()?;
         let y = outs[0].as_mut_slice::<f32>()?;
         debug_assert!(req[0] != Req::Add);
@@ -41,9 +48,15 @@ fn dispatch(c: &mut Criterion) {
     let custom_op = registry::get("Custom").unwrap();
     let custom_attrs = custom_op.parse_attrs(&[("op_type", "bench_sigmoid".into())]).unwrap();
     let mut g = c.benchmark_group("dispatch_1_element");
-    g.bench_function("builtin_sigmoid", |b| b.iter(|| invoke_op(&sigmoid, &[black_box(&x)], &no_attrs).unwrap()));
-    g.bench_function("custom_sigmoid", |b| b.iter(|| invoke_op(&custom_op, &[black_box(&x)], &custom_attrs).unwrap()));
-    g.bench_function("builtin_sigmoid_by_name", |b| b.iter(|| oxnet_core::invoke("sigmoid", &[black_box(&x)], &[]).unwrap()));
+    g.bench_function("builtin_sigmoid", |b| {
+        b.iter(|| invoke_op(&sigmoid, &[black_box(&x)], &no_attrs).unwrap())
+    });
+    g.bench_function("custom_sigmoid", |b| {
+        b.iter(|| invoke_op(&custom_op, &[black_box(&x)], &custom_attrs).unwrap())
+    });
+    g.bench_function("builtin_sigmoid_by_name", |b| {
+        b.iter(|| oxnet_core::invoke("sigmoid", &[black_box(&x)], &[]).unwrap())
+    });
     g.finish();
 }
 
@@ -58,9 +71,14 @@ fn sigmoid_1m(c: &mut Criterion) {
     let mut g = c.benchmark_group("sigmoid_1M_f32");
     g.bench_function("copy_same_bytes", |b| b.iter(|| dst.copy_from_slice(black_box(&src))));
     g.bench_function("sigmoid_into_buffer", |b| {
-        b.iter(|| invoke_into(&sigmoid, &[black_box(&x)], &attrs, std::slice::from_ref(&out), &[Req::Write]).unwrap())
+        b.iter(|| {
+            invoke_into(&sigmoid, &[black_box(&x)], &attrs, std::slice::from_ref(&out), &[Req::Write])
+                .unwrap()
+        })
     });
-    g.bench_function("sigmoid_new_output", |b| b.iter(|| invoke_op(&sigmoid, &[black_box(&x)], &attrs).unwrap()));
+    g.bench_function("sigmoid_new_output", |b| {
+        b.iter(|| invoke_op(&sigmoid, &[black_box(&x)], &attrs).unwrap())
+    });
     g.finish();
 }
 
@@ -78,11 +96,24 @@ fn matmul_1024(c: &mut Criterion) {
     g.bench_function("gemm_crate_direct", |bch| {
         bch.iter(|| unsafe {
             gemm::gemm(
-                n, n, n,
-                cp.as_mut_ptr(), 1, n as isize, false,
-                ap.as_ptr(), 1, n as isize,
-                bp.as_ptr(), 1, n as isize,
-                0.0f32, 1.0f32, false, false, false,
+                n,
+                n,
+                n,
+                cp.as_mut_ptr(),
+                1,
+                n as isize,
+                false,
+                ap.as_ptr(),
+                1,
+                n as isize,
+                bp.as_ptr(),
+                1,
+                n as isize,
+                0.0f32,
+                1.0f32,
+                false,
+                false,
+                false,
                 gemm::Parallelism::Rayon(0),
             )
         })

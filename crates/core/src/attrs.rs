@@ -226,9 +226,9 @@ pub fn parse_value(kind: &AttrKind, s: &str) -> std::result::Result<AttrValue, S
     let s = strip_quotes(s);
     Ok(match kind {
         AttrKind::Int => AttrValue::Int(parse_int(s)?),
-        AttrKind::Float => AttrValue::Float(
-            s.parse::<f64>().map_err(|_| format!("expected a number, got `{s}`"))?,
-        ),
+        AttrKind::Float => {
+            AttrValue::Float(s.parse::<f64>().map_err(|_| format!("expected a number, got `{s}`"))?)
+        }
         AttrKind::Bool => match s {
             "True" | "true" | "1" => AttrValue::Bool(true),
             "False" | "false" | "0" => AttrValue::Bool(false),
@@ -295,11 +295,7 @@ impl Attrs {
     }
 
     /// Validates `given` against `specs`.
-    pub fn parse(
-        specs: &[AttrSpec],
-        allow_extra: bool,
-        given: &[(&str, AttrValue)],
-    ) -> Result<Attrs> {
+    pub fn parse(specs: &[AttrSpec], allow_extra: bool, given: &[(&str, AttrValue)]) -> Result<Attrs> {
         let mut values = Vec::with_capacity(specs.len());
         let mut extra = Vec::new();
         for (key, _) in given {
@@ -459,12 +455,18 @@ mod tests {
 
     #[test]
     fn parses_strings_and_typed_values() {
-        let a = Attrs::parse(&specs(), false, &[("num_hidden", "10".into()), ("axis", "(1, -1)".into())]).unwrap();
+        let a = Attrs::parse(&specs(), false, &[("num_hidden", "10".into()), ("axis", "(1, -1)".into())])
+            .unwrap();
         assert_eq!(a.int("num_hidden").unwrap(), 10);
         assert!(!a.bool("no_bias").unwrap());
         assert_eq!(a.opt_ints("axis").unwrap(), Some(&[1, -1][..]));
         assert_eq!(a.str("act_type").unwrap(), "relu");
-        let b = Attrs::parse(&specs(), false, &[("num_hidden", 4i64.into()), ("no_bias", "True".into()), ("axis", 2i64.into())]).unwrap();
+        let b = Attrs::parse(
+            &specs(),
+            false,
+            &[("num_hidden", 4i64.into()), ("no_bias", "True".into()), ("axis", 2i64.into())],
+        )
+        .unwrap();
         assert!(b.bool("no_bias").unwrap());
         assert_eq!(b.opt_ints("axis").unwrap(), Some(&[2][..]));
     }
@@ -475,9 +477,13 @@ mod tests {
         assert!(e.contains("num_hidden") && e.contains("missing"), "{e}");
         let e = Attrs::parse(&specs(), false, &[("num_hidden", "ten".into())]).unwrap_err().to_string();
         assert!(e.contains("num_hidden") && e.contains("integer"), "{e}");
-        let e = Attrs::parse(&specs(), false, &[("num_hidden", "1".into()), ("bogus", "1".into())]).unwrap_err().to_string();
+        let e = Attrs::parse(&specs(), false, &[("num_hidden", "1".into()), ("bogus", "1".into())])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("bogus") && e.contains("unknown"), "{e}");
-        let e = Attrs::parse(&specs(), false, &[("num_hidden", "1".into()), ("act_type", "gelu".into())]).unwrap_err().to_string();
+        let e = Attrs::parse(&specs(), false, &[("num_hidden", "1".into()), ("act_type", "gelu".into())])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("act_type") && e.contains("relu"), "{e}");
     }
 

@@ -136,7 +136,16 @@ impl OpChecker {
         for (i, o) in outputs.iter().enumerate() {
             let Some((inf_shapes, inf_dtypes)) = &inferred else { break };
             if o.shape() != inf_shapes[i].as_slice() || o.dtype() != inf_dtypes[i] {
-                return Err(fail(&self.op, format!("output {i} is {:?} {}, inference said {:?} {}", o.shape(), o.dtype(), inf_shapes[i].as_slice(), inf_dtypes[i])));
+                return Err(fail(
+                    &self.op,
+                    format!(
+                        "output {i} is {:?} {}, inference said {:?} {}",
+                        o.shape(),
+                        o.dtype(),
+                        inf_shapes[i].as_slice(),
+                        inf_dtypes[i]
+                    ),
+                ));
             }
         }
 
@@ -148,7 +157,14 @@ impl OpChecker {
             .collect::<Result<_>>()?;
         crate::invoke_into(&op, &refs, &attrs, &garbage, &vec![Req::Write; n_out])?;
         for (i, (g, o)) in garbage.iter().zip(&outputs).enumerate() {
-            compare(&self.op, &format!("output {i} with req=write"), &g.to_vec::<f64>()?, &o.to_vec::<f64>()?, 1e-6, 1e-6)?;
+            compare(
+                &self.op,
+                &format!("output {i} with req=write"),
+                &g.to_vec::<f64>()?,
+                &o.to_vec::<f64>()?,
+                1e-6,
+                1e-6,
+            )?;
         }
         if outputs.iter().all(|o| o.dtype() != DType::Bool) {
             let acc: Vec<NDArray> = outputs
@@ -164,7 +180,8 @@ impl OpChecker {
         }
 
         // 3. gradients against central differences
-        let (max_grad_error, grad_entries) = if self.check_grad { self.check_gradients(&outputs)? } else { (0.0, 0) };
+        let (max_grad_error, grad_entries) =
+            if self.check_grad { self.check_gradients(&outputs)? } else { (0.0, 0) };
 
         // 4. malformed calls are errors
         if self.check_errors {
@@ -201,7 +218,8 @@ impl OpChecker {
             let mut total = 0.0;
             for ((o, w), f) in outs.iter().zip(&weights).zip(&float_out) {
                 if *f {
-                    total += o.to_vec::<f64>()?.iter().zip(w.to_vec::<f64>()?).map(|(a, b)| a * b).sum::<f64>();
+                    total +=
+                        o.to_vec::<f64>()?.iter().zip(w.to_vec::<f64>()?).map(|(a, b)| a * b).sum::<f64>();
                 }
             }
             Ok(total)
@@ -217,12 +235,18 @@ impl OpChecker {
                 let _r = autograd::record();
                 self.forward(&inputs)?
             };
-            let heads: Vec<&NDArray> = outs.iter().zip(&float_out).filter(|(_, f)| **f).map(|(o, _)| o).collect();
-            let hg: Vec<Option<&NDArray>> = weights.iter().zip(&float_out).filter(|(_, f)| **f).map(|(w, _)| Some(w)).collect();
+            let heads: Vec<&NDArray> =
+                outs.iter().zip(&float_out).filter(|(_, f)| **f).map(|(o, _)| o).collect();
+            let hg: Vec<Option<&NDArray>> =
+                weights.iter().zip(&float_out).filter(|(_, f)| **f).map(|(w, _)| Some(w)).collect();
             if heads.is_empty() {
                 return Ok((0.0, 0));
             }
-            autograd::backward(&heads, &hg, BackwardOptions { retain_graph: pass == 0, ..Default::default() })?;
+            autograd::backward(
+                &heads,
+                &hg,
+                BackwardOptions { retain_graph: pass == 0, ..Default::default() },
+            )?;
             if pass == 0 {
                 // keep the first pass's gradients
                 for &i in &diff {
@@ -240,7 +264,14 @@ impl OpChecker {
             let analytic = firsts[k].to_vec::<f64>()?;
             let twice = inputs[i].grad().expect("attached").to_vec::<f64>()?;
             let doubled: Vec<f64> = analytic.iter().map(|v| 2.0 * v).collect();
-            compare(&self.op, &format!("gradient of input {i} with grad_req=add over two passes"), &twice, &doubled, 1e-5, 1e-7)?;
+            compare(
+                &self.op,
+                &format!("gradient of input {i} with grad_req=add over two passes"),
+                &twice,
+                &doubled,
+                1e-5,
+                1e-7,
+            )?;
 
             let base = self.inputs[i].to_vec::<f64>()?;
             let mut numeric = vec![0.0; base.len()];
@@ -249,12 +280,20 @@ impl OpChecker {
                     let mut v = base.clone();
                     v[j] += delta;
                     let mut trial = self.inputs.clone();
-                    trial[i] = NDArray::from_vec(v, self.inputs[i].shape())?.astype(self.inputs[i].dtype())?;
+                    trial[i] =
+                        NDArray::from_vec(v, self.inputs[i].shape())?.astype(self.inputs[i].dtype())?;
                     loss(&trial)
                 };
                 numeric[j] = (probe(self.eps)? - probe(-self.eps)?) / (2.0 * self.eps);
             }
-            let err = compare(&self.op, &format!("gradient of input {i} against central differences"), &analytic, &numeric, self.rtol, self.atol)?;
+            let err = compare(
+                &self.op,
+                &format!("gradient of input {i} against central differences"),
+                &analytic,
+                &numeric,
+                self.rtol,
+                self.atol,
+            )?;
             max_err = max_err.max(err);
             count += base.len();
         }
@@ -279,7 +318,8 @@ pub fn compare(op: &str, what: &str, got: &[f64], want: &[f64], rtol: f64, atol:
     let mut max_err = 0.0f64;
     for (j, (g, w)) in got.iter().zip(want).enumerate() {
         let err = (g - w).abs();
-        if w.is_nan() != g.is_nan() || (!w.is_nan() && !(err <= atol + rtol * w.abs()) && g != w) {
+        let within = err <= atol + rtol * w.abs() || g == w;
+        if w.is_nan() != g.is_nan() || (!w.is_nan() && !within) {
             return Err(fail(op, format!("{what}: element {j} is {g}, expected {w} (|diff| {err:.3e})")));
         }
         if err.is_finite() {

@@ -35,9 +35,9 @@ impl Device {
     pub fn ensure_available(self) -> Result<()> {
         match self {
             Device::Cpu => Ok(()),
-            Device::Gpu(i) => Err(Error::Device(format!(
-                "gpu({i}) requested, but there is no GPU backend in this build"
-            ))),
+            Device::Gpu(i) => {
+                Err(Error::Device(format!("gpu({i}) requested, but there is no GPU backend in this build")))
+            }
         }
     }
 }

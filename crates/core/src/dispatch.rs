@@ -42,7 +42,13 @@ pub fn invoke_op(op: &Op, inputs: &[&NDArray], attrs: &Attrs) -> Result<Vec<NDAr
 /// Calls an operator writing into caller-provided `outputs` under `req`
 /// (MXNet's `out=`). Outputs may alias inputs; the result is as if the
 /// inputs were read first.
-pub fn invoke_into(op: &Op, inputs: &[&NDArray], attrs: &Attrs, outputs: &[NDArray], req: &[Req]) -> Result<()> {
+pub fn invoke_into(
+    op: &Op,
+    inputs: &[&NDArray],
+    attrs: &Attrs,
+    outputs: &[NDArray],
+    req: &[Req],
+) -> Result<()> {
     run(op, inputs, attrs, Some((outputs, req)), None).map(|_| ()).map_err(|e| e.in_op(&op.name))
 }
 
@@ -72,7 +78,13 @@ pub fn arity(op: &OpDef, attrs: &Attrs) -> Result<(usize, usize, usize)> {
 }
 
 /// Runs shape and dtype inference for inputs of known shapes and dtypes.
-pub fn infer_outputs(op: &OpDef, attrs: &Attrs, shapes: &[Shape], dtypes: &[DType], n_out: usize) -> Result<(Vec<Shape>, Vec<DType>)> {
+pub fn infer_outputs(
+    op: &OpDef,
+    attrs: &Attrs,
+    shapes: &[Shape],
+    dtypes: &[DType],
+    n_out: usize,
+) -> Result<(Vec<Shape>, Vec<DType>)> {
     let mut in_t: SmallVec<[Option<DType>; 4]> = dtypes.iter().map(|d| Some(*d)).collect();
     let mut out_t: SmallVec<[Option<DType>; 2]> = smallvec::smallvec![None; n_out];
     (op.infer_type)(attrs, &mut in_t, &mut out_t)?;
@@ -134,7 +146,10 @@ fn run(
         None => provided.and_then(|(o, _)| o.first().map(|a| a.device())).unwrap_or(Device::Cpu),
     };
     if let Some(other) = inputs.iter().find(|x| x.device() != device) {
-        return Err(Error::Device(format!("inputs are on different devices: {device} and {}", other.device())));
+        return Err(Error::Device(format!(
+            "inputs are on different devices: {device} and {}",
+            other.device()
+        )));
     }
     if let Some(dynamic) = &op.forward_dynamic {
         return run_dynamic(op, dynamic, inputs, attrs, provided, n_out, device);
@@ -170,7 +185,8 @@ fn run(
 
     // Outputs: fresh buffers, or the caller's (through a temporary where the
     // caller's buffer is strided or aliases an input).
-    let (outputs, reqs, copy_back): (Vec<NDArray>, SmallVec<[Req; 2]>, Vec<Option<NDArray>>) = match provided {
+    let (outputs, reqs, copy_back): (Vec<NDArray>, SmallVec<[Req; 2]>, Vec<Option<NDArray>>) = match provided
+    {
         None => {
             let outs = out_shapes
                 .iter()
@@ -205,7 +221,11 @@ fn run(
                 }
                 let aliased = req[i] != Req::Inplace && inputs.iter().any(|x| x.shares_storage(o));
                 if req[i] != Req::Null && (aliased || !o.is_contiguous()) {
-                    let tmp = if req[i] == Req::Add { o.copy()? } else { NDArray::empty(o.shape(), o.dtype(), device)? };
+                    let tmp = if req[i] == Req::Add {
+                        o.copy()?
+                    } else {
+                        NDArray::empty(o.shape(), o.dtype(), device)?
+                    };
                     kout.push(tmp);
                     back.push(Some(o.clone()));
                     reqs.push(if req[i] == Req::Add { Req::Add } else { Req::Write });
@@ -260,7 +280,14 @@ fn run_dynamic(
 ) -> Result<Vec<NDArray>> {
     let kin: SmallVec<[NDArray; 4]> = inputs.iter().map(|x| x.read_only_view()).collect();
     let reqs: SmallVec<[Req; 2]> = smallvec::smallvec![Req::Write; n_out];
-    let ctx = OpContext { op_name: &op.name, attrs, req: &reqs, is_train: autograd::is_training(), device, state: None };
+    let ctx = OpContext {
+        op_name: &op.name,
+        attrs,
+        req: &reqs,
+        is_train: autograd::is_training(),
+        device,
+        state: None,
+    };
     let outputs = match catch_unwind(AssertUnwindSafe(|| kernel(&ctx, &kin))) {
         Ok(result) => result?,
         Err(payload) => return Err(Error::Panic(panic_message(payload.as_ref()))),
@@ -281,7 +308,11 @@ fn run_dynamic(
             }
             for ((b, r), o) in bufs.iter().zip(req).zip(&outputs) {
                 if b.shape() != o.shape() {
-                    return Err(Error::Shape(format!("output buffer has shape {:?}, the result {:?}", b.shape(), o.shape())));
+                    return Err(Error::Shape(format!(
+                        "output buffer has shape {:?}, the result {:?}",
+                        b.shape(),
+                        o.shape()
+                    )));
                 }
                 crate::ops::util::store(*r, b, o)?;
             }

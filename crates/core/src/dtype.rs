@@ -283,15 +283,42 @@ impl FloatElement for bf16 {
 macro_rules! with_dtype {
     ($dtype:expr, $T:ident => $body:expr) => {{
         match $dtype {
-            $crate::DType::F32 => { type $T = f32; $body }
-            $crate::DType::F64 => { type $T = f64; $body }
-            $crate::DType::F16 => { type $T = $crate::half::f16; $body }
-            $crate::DType::BF16 => { type $T = $crate::half::bf16; $body }
-            $crate::DType::U8 => { type $T = u8; $body }
-            $crate::DType::I8 => { type $T = i8; $body }
-            $crate::DType::I32 => { type $T = i32; $body }
-            $crate::DType::I64 => { type $T = i64; $body }
-            $crate::DType::Bool => { type $T = bool; $body }
+            $crate::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::DType::F16 => {
+                type $T = $crate::half::f16;
+                $body
+            }
+            $crate::DType::BF16 => {
+                type $T = $crate::half::bf16;
+                $body
+            }
+            $crate::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::DType::Bool => {
+                type $T = bool;
+                $body
+            }
         }
     }};
 }
@@ -303,14 +330,24 @@ macro_rules! with_dtype {
 macro_rules! with_float_dtype {
     ($dtype:expr, $T:ident => $body:expr) => {{
         match $dtype {
-            $crate::DType::F32 => { type $T = f32; $body }
-            $crate::DType::F64 => { type $T = f64; $body }
-            $crate::DType::F16 => { type $T = $crate::half::f16; $body }
-            $crate::DType::BF16 => { type $T = $crate::half::bf16; $body }
+            $crate::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::DType::F16 => {
+                type $T = $crate::half::f16;
+                $body
+            }
+            $crate::DType::BF16 => {
+                type $T = $crate::half::bf16;
+                $body
+            }
             other => {
-                return Err($crate::Error::DType(format!(
-                    "expected a floating-point dtype, got {other}"
-                )))
+                return Err($crate::Error::DType(format!("expected a floating-point dtype, got {other}")))
             }
         }
     }};
@@ -322,14 +359,38 @@ macro_rules! with_float_dtype {
 macro_rules! with_numeric_dtype {
     ($dtype:expr, $T:ident => $body:expr) => {{
         match $dtype {
-            $crate::DType::F32 => { type $T = f32; $body }
-            $crate::DType::F64 => { type $T = f64; $body }
-            $crate::DType::F16 => { type $T = $crate::half::f16; $body }
-            $crate::DType::BF16 => { type $T = $crate::half::bf16; $body }
-            $crate::DType::U8 => { type $T = u8; $body }
-            $crate::DType::I8 => { type $T = i8; $body }
-            $crate::DType::I32 => { type $T = i32; $body }
-            $crate::DType::I64 => { type $T = i64; $body }
+            $crate::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::DType::F16 => {
+                type $T = $crate::half::f16;
+                $body
+            }
+            $crate::DType::BF16 => {
+                type $T = $crate::half::bf16;
+                $body
+            }
+            $crate::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::DType::I64 => {
+                type $T = i64;
+                $body
+            }
             $crate::DType::Bool => {
                 return Err($crate::Error::DType("this operation is not defined for bool".into()))
             }

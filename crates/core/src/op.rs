@@ -42,7 +42,9 @@ impl Req {
             "write" => Req::Write,
             "inplace" => Req::Inplace,
             "add" => Req::Add,
-            other => return Err(Error::Invalid(format!("unknown request `{other}` (null, write, inplace, add)"))),
+            other => {
+                return Err(Error::Invalid(format!("unknown request `{other}` (null, write, inplace, add)")))
+            }
         })
     }
 }
@@ -116,8 +118,7 @@ pub type InferTypeFn =
 pub type NamesFn = Arc<dyn Fn(&Attrs) -> Result<Vec<String>> + Send + Sync>;
 
 /// Builds per-instance state from the attributes, input shapes and dtypes.
-pub type CreateStateFn =
-    Arc<dyn Fn(&Attrs, &[Shape], &[DType], Device) -> Result<OpState> + Send + Sync>;
+pub type CreateStateFn = Arc<dyn Fn(&Attrs, &[Shape], &[DType], Device) -> Result<OpState> + Send + Sync>;
 
 /// Derives a value from the attributes once per call (a parsed parameter
 /// struct, a looked-up custom-op property); kernels read it with
@@ -160,8 +161,7 @@ pub struct BackwardArgs<'a> {
 
 /// A backward kernel: stores input gradients into `in_grads` according to
 /// `ctx.req` (one request per input).
-pub type BackwardFn =
-    Arc<dyn Fn(&OpContext, &BackwardArgs, &[NDArray]) -> Result<()> + Send + Sync>;
+pub type BackwardFn = Arc<dyn Fn(&OpContext, &BackwardArgs, &[NDArray]) -> Result<()> + Send + Sync>;
 
 /// Which forward arrays a backward kernel reads (the rest can be freed).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -228,7 +228,7 @@ pub struct OpDef {
     /// Differentiation.
     pub gradient: Gradient,
     /// Indices of inputs the kernel writes to (aux states).
-    pub mutate_inputs: Arc<dyn Fn(&Attrs) -> Vec<usize> + Send + Sync>,
+    pub mutate_inputs: MutateInputsFn,
     /// Resources the kernel uses.
     pub resources: Vec<Resource>,
     /// Per-instance state for stateful operators.
@@ -245,6 +245,9 @@ pub struct OpDef {
     /// attributes without building name lists (see [`OpDef::arity_fn`]).
     pub(crate) arity: Option<ArityFn>,
 }
+
+/// Indices of the inputs a kernel writes to, from the attributes.
+pub type MutateInputsFn = Arc<dyn Fn(&Attrs) -> Vec<usize> + Send + Sync>;
 
 /// Counts of (arguments, aux states, outputs) from the attributes.
 pub type ArityFn = Arc<dyn Fn(&Attrs) -> Result<[usize; 3]> + Send + Sync>;
@@ -384,7 +387,10 @@ impl OpDef {
     }
 
     /// Aux-state names computed from the attributes.
-    pub fn aux_states_fn(mut self, f: impl Fn(&Attrs) -> Result<Vec<String>> + Send + Sync + 'static) -> Self {
+    pub fn aux_states_fn(
+        mut self,
+        f: impl Fn(&Attrs) -> Result<Vec<String>> + Send + Sync + 'static,
+    ) -> Self {
         self.fixed_counts[1] = None;
         self.aux_states = Arc::new(f);
         self
@@ -409,7 +415,10 @@ impl OpDef {
     }
 
     /// The CPU forward kernel.
-    pub fn forward(self, f: impl Fn(&OpContext, &[NDArray], &[NDArray]) -> Result<()> + Send + Sync + 'static) -> Self {
+    pub fn forward(
+        self,
+        f: impl Fn(&OpContext, &[NDArray], &[NDArray]) -> Result<()> + Send + Sync + 'static,
+    ) -> Self {
         self.forward_on(Device::Cpu, f)
     }
 
@@ -436,7 +445,10 @@ impl OpDef {
     }
 
     /// A gradient rule composed of operators.
-    pub fn grad_rule(mut self, f: impl Fn(&GradCtx) -> Result<Vec<Option<NDArray>>> + Send + Sync + 'static) -> Self {
+    pub fn grad_rule(
+        mut self,
+        f: impl Fn(&GradCtx) -> Result<Vec<Option<NDArray>>> + Send + Sync + 'static,
+    ) -> Self {
         self.gradient = Gradient::Rule(Arc::new(f));
         self
     }
@@ -507,9 +519,11 @@ impl OpDef {
     /// The kernel for `device`.
     pub fn kernel_for(&self, device: Device) -> Result<&ForwardFn> {
         let key = kernel_key(device);
-        self.forward.iter().find(|(d, _)| *d == key).map(|(_, f)| f).ok_or_else(|| {
-            Error::Device(format!("operator `{}` has no kernel for {device}", self.name))
-        })
+        self.forward
+            .iter()
+            .find(|(d, _)| *d == key)
+            .map(|(_, f)| f)
+            .ok_or_else(|| Error::Device(format!("operator `{}` has no kernel for {device}", self.name)))
     }
 }
 

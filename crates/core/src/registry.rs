@@ -51,10 +51,7 @@ pub fn register(def: OpDef) -> Op {
 pub fn get(name: &str) -> Result<Op> {
     ensure_builtins();
     let guard = REGISTRY.read().unwrap_or_else(|e| e.into_inner());
-    guard
-        .as_ref()
-        .and_then(|m| m.get(name).cloned())
-        .ok_or_else(|| Error::UnknownOp(name.to_string()))
+    guard.as_ref().and_then(|m| m.get(name).cloned()).ok_or_else(|| Error::UnknownOp(name.to_string()))
 }
 
 /// True if an operator is registered under `name`.
@@ -95,9 +92,8 @@ pub fn list_ops() -> Vec<OpInfo> {
             }
             // names with default attributes, where they can be computed
             let defaults = crate::Attrs::parse(&op.attrs, true, &[]).ok();
-            let names = |f: &crate::op::NamesFn| {
-                defaults.as_ref().and_then(|a| f(a).ok()).unwrap_or_default()
-            };
+            let names =
+                |f: &crate::op::NamesFn| defaults.as_ref().and_then(|a| f(a).ok()).unwrap_or_default();
             out.push(OpInfo {
                 name: op.name.clone(),
                 aliases: op.aliases.clone(),

@@ -3,7 +3,9 @@
 
 use oxnet_core::check::OpChecker;
 use oxnet_core::custom::{self, CustomOp, CustomOpProp, Dependency, FunctionOp};
-use oxnet_core::{autograd, invoke, invoke1, invoke_into, registry, DType, Device, Error, NDArray, Req, Result, Shape};
+use oxnet_core::{
+    autograd, invoke, invoke1, invoke_into, registry, DType, Device, Error, NDArray, Req, Result, Shape,
+};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -14,7 +16,14 @@ struct Scale {
 }
 
 impl CustomOp for Scale {
-    fn forward(&self, _t: bool, req: &[Req], ins: &[NDArray], outs: &[NDArray], _aux: &[NDArray]) -> Result<()> {
+    fn forward(
+        &self,
+        _t: bool,
+        req: &[Req],
+        ins: &[NDArray],
+        outs: &[NDArray],
+        _aux: &[NDArray],
+    ) -> Result<()> {
         assert!(!autograd::is_recording(), "ops inside a custom forward must not be recorded");
         match self.mode.as_str() {
             "panic" => panic!("boom in forward"),
@@ -32,7 +41,15 @@ impl CustomOp for Scale {
         custom::assign(&outs[0], req[0], &y)
     }
 
-    fn backward(&self, req: &[Req], og: &[NDArray], ins: &[NDArray], outs: &[NDArray], ig: &[NDArray], _aux: &[NDArray]) -> Result<()> {
+    fn backward(
+        &self,
+        req: &[Req],
+        og: &[NDArray],
+        ins: &[NDArray],
+        outs: &[NDArray],
+        ig: &[NDArray],
+        _aux: &[NDArray],
+    ) -> Result<()> {
         // only the output gradient was declared as a dependency
         assert_eq!(ins[0].shape(), &[0]);
         assert_eq!(outs[0].shape(), &[0]);
@@ -48,7 +65,12 @@ struct ScaleProp {
 }
 
 impl CustomOpProp for ScaleProp {
-    fn declare_backward_dependency(&self, out_grad: &[Dependency], _: &[Dependency], _: &[Dependency]) -> Vec<Dependency> {
+    fn declare_backward_dependency(
+        &self,
+        out_grad: &[Dependency],
+        _: &[Dependency],
+        _: &[Dependency],
+    ) -> Vec<Dependency> {
         out_grad.to_vec()
     }
     fn create_operator(&self, _: Device, _: &[Shape], _: &[DType]) -> Result<Arc<dyn CustomOp>> {
@@ -65,7 +87,10 @@ fn register_scale(name: &str) -> Arc<AtomicUsize> {
     let created = Arc::new(AtomicUsize::new(0));
     let c = created.clone();
     custom::register(name, move |kwargs| {
-        let scale = kw(kwargs, "scale").unwrap_or("2").parse::<f64>().map_err(|_| Error::attr("scale", "not a number"))?;
+        let scale = kw(kwargs, "scale")
+            .unwrap_or("2")
+            .parse::<f64>()
+            .map_err(|_| Error::attr("scale", "not a number"))?;
         let mode = kw(kwargs, "mode").unwrap_or("ok").to_string();
         Ok(Arc::new(ScaleProp { scale, mode, created: c.clone() }))
     });
@@ -88,11 +113,13 @@ fn operator_is_created_once_per_shape_signature() {
     let created = register_scale("scale_reuse");
     let a = x64(&[1.0, 2.0]);
     for _ in 0..50 {
-        let y = invoke1("Custom", &[&a], &[("op_type", "scale_reuse".into()), ("scale", "2".into())]).unwrap();
+        let y =
+            invoke1("Custom", &[&a], &[("op_type", "scale_reuse".into()), ("scale", "2".into())]).unwrap();
         assert_eq!(y.to_vec::<f64>().unwrap(), vec![2.0, 4.0]);
     }
     assert_eq!(created.load(Ordering::SeqCst), 1);
-    invoke1("Custom", &[&x64(&[1.0, 2.0, 3.0])], &[("op_type", "scale_reuse".into()), ("scale", "2".into())]).unwrap();
+    invoke1("Custom", &[&x64(&[1.0, 2.0, 3.0])], &[("op_type", "scale_reuse".into()), ("scale", "2".into())])
+        .unwrap();
     assert_eq!(created.load(Ordering::SeqCst), 2);
     assert_eq!(custom::cached_operator_count("scale_reuse", &[("scale", "2")]), 2);
 }
@@ -101,7 +128,8 @@ fn operator_is_created_once_per_shape_signature() {
 fn errors_and_panics_name_the_operator_and_leave_the_engine_usable() {
     register_scale("scale_fail");
     let x = x64(&[1.0]);
-    let call = |mode: &str| invoke1("Custom", &[&x], &[("op_type", "scale_fail".into()), ("mode", mode.into())]);
+    let call =
+        |mode: &str| invoke1("Custom", &[&x], &[("op_type", "scale_fail".into()), ("mode", mode.into())]);
 
     let err = call("panic").unwrap_err();
     let msg = err.to_string();
@@ -110,7 +138,9 @@ fn errors_and_panics_name_the_operator_and_leave_the_engine_usable() {
 
     let err = call("error").unwrap_err();
     assert!(err.to_string().contains("disk on fire"));
-    let Error::Custom { source: Some(src), .. } = err.root() else { panic!("expected the original error: {err}") };
+    let Error::Custom { source: Some(src), .. } = err.root() else {
+        panic!("expected the original error: {err}")
+    };
     assert!(src.downcast_ref::<std::io::Error>().is_some());
 
     let msg = call("shape").unwrap_err().to_string();
@@ -130,7 +160,9 @@ fn unknown_op_type_and_bad_kwargs_are_errors() {
     let msg = invoke1("Custom", &[&x], &[("op_type", "never_registered".into())]).unwrap_err().to_string();
     assert!(msg.contains("never_registered"), "{msg}");
     register_scale("scale_kwargs");
-    let msg = invoke1("Custom", &[&x], &[("op_type", "scale_kwargs".into()), ("scale", "abc".into())]).unwrap_err().to_string();
+    let msg = invoke1("Custom", &[&x], &[("op_type", "scale_kwargs".into()), ("scale", "abc".into())])
+        .unwrap_err()
+        .to_string();
     assert!(msg.contains("scale"), "{msg}");
     let msg = invoke1("Custom", &[&x, &x], &[("op_type", "scale_kwargs".into())]).unwrap_err().to_string();
     assert!(msg.contains("expects 1 inputs"), "{msg}");
@@ -155,14 +187,29 @@ fn requests_are_honoured() {
 /// shape function that refines nothing.
 struct SumDiff;
 impl CustomOp for SumDiff {
-    fn forward(&self, _t: bool, req: &[Req], ins: &[NDArray], outs: &[NDArray], aux: &[NDArray]) -> Result<()> {
+    fn forward(
+        &self,
+        _t: bool,
+        req: &[Req],
+        ins: &[NDArray],
+        outs: &[NDArray],
+        aux: &[NDArray],
+    ) -> Result<()> {
         custom::assign(&outs[0], req[0], &invoke1("elemwise_add", &[&ins[0], &ins[1]], &[])?)?;
         custom::assign(&outs[1], req[1], &invoke1("elemwise_sub", &[&ins[0], &ins[1]], &[])?)?;
         let count = aux[0].as_mut_slice::<f64>()?;
         count[0] += 1.0;
         Ok(())
     }
-    fn backward(&self, req: &[Req], og: &[NDArray], _i: &[NDArray], _o: &[NDArray], ig: &[NDArray], _aux: &[NDArray]) -> Result<()> {
+    fn backward(
+        &self,
+        req: &[Req],
+        og: &[NDArray],
+        _i: &[NDArray],
+        _o: &[NDArray],
+        ig: &[NDArray],
+        _aux: &[NDArray],
+    ) -> Result<()> {
         custom::assign(&ig[0], req[0], &invoke1("elemwise_add", &[&og[0], &og[1]], &[])?)?;
         custom::assign(&ig[1], req[1], &invoke1("elemwise_sub", &[&og[0], &og[1]], &[])?)
     }
@@ -214,7 +261,14 @@ fn multiple_outputs_and_aux_states() {
 /// An operator with no inputs: fills its output with a constant from kwargs.
 struct Constant(f64, usize);
 impl CustomOp for Constant {
-    fn forward(&self, _t: bool, req: &[Req], _i: &[NDArray], outs: &[NDArray], _aux: &[NDArray]) -> Result<()> {
+    fn forward(
+        &self,
+        _t: bool,
+        req: &[Req],
+        _i: &[NDArray],
+        outs: &[NDArray],
+        _aux: &[NDArray],
+    ) -> Result<()> {
         custom::assign(&outs[0], req[0], &NDArray::full(&[self.1], self.0, DType::F32, Device::Cpu)?)
     }
 }
@@ -237,7 +291,11 @@ impl CustomOpProp for ConstantProp {
 #[test]
 fn zero_input_operator() {
     custom::register("constant", |kw| {
-        let v = kw.iter().find(|(k, _)| k == "value").map(|(_, v)| v.parse::<f64>().unwrap_or(0.0)).unwrap_or(0.0);
+        let v = kw
+            .iter()
+            .find(|(k, _)| k == "value")
+            .map(|(_, v)| v.parse::<f64>().unwrap_or(0.0))
+            .unwrap_or(0.0);
         Ok(Arc::new(ConstantProp(v, 3)))
     });
     let y = invoke1("Custom", &[], &[("op_type", "constant".into()), ("value", "1.5".into())]).unwrap();

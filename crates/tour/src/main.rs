@@ -21,19 +21,30 @@ fn cross_entropy(p: &NDArray, labels: &NDArray) -> Result<f64> {
     let p = p.to_vec::<f64>()?;
     let labels = labels.to_vec::<f64>()?;
     let k = p.len() / labels.len();
-    Ok(labels.iter().enumerate().map(|(i, l)| -(p[i * k + *l as usize].max(1e-12)).ln()).sum::<f64>() / labels.len() as f64)
+    Ok(labels.iter().enumerate().map(|(i, l)| -(p[i * k + *l as usize].max(1e-12)).ln()).sum::<f64>()
+        / labels.len() as f64)
 }
 
 fn check_gradients() -> Result<()> {
     println!("1. Checking the custom operators' gradients against central differences (float64)");
     let x = NDArray::random_uniform(-2.0, 2.0, &[3, 4], DType::F64)?;
     let report = OpChecker::new("Custom", &[x]).attr("op_type", "sigmoid").run().context("sigmoid")?;
-    println!("   sigmoid        ok: {} gradient entries, max |error| {:.2e}", report.grad_entries, report.max_grad_error);
+    println!(
+        "   sigmoid        ok: {} gradient entries, max |error| {:.2e}",
+        report.grad_entries, report.max_grad_error
+    );
 
     let data = NDArray::random_uniform(-1.0, 1.0, &[4, 3], DType::F64)?;
     let weight = NDArray::random_uniform(-1.0, 1.0, &[5, 3], DType::F64)?;
-    let report = OpChecker::new("Custom", &[data, weight]).attr("op_type", "dense").attr("bias", "0.1").run().context("dense")?;
-    println!("   dense(bias=0.1) ok: {} gradient entries, max |error| {:.2e}", report.grad_entries, report.max_grad_error);
+    let report = OpChecker::new("Custom", &[data, weight])
+        .attr("op_type", "dense")
+        .attr("bias", "0.1")
+        .run()
+        .context("dense")?;
+    println!(
+        "   dense(bias=0.1) ok: {} gradient entries, max |error| {:.2e}",
+        report.grad_entries, report.max_grad_error
+    );
 
     // Softmax's backward is the gradient of the cross-entropy loss, so compare
     // it with central differences of that loss.
@@ -90,7 +101,8 @@ fn train(quick: bool) -> Result<()> {
         };
         probs.backward()?;
         for w in [&w1, &w2] {
-            let step = invoke1("_mul_scalar", &[&w.grad().context("grad")?], &[("scalar", (lr / n as f64).into())])?;
+            let step =
+                invoke1("_mul_scalar", &[&w.grad().context("grad")?], &[("scalar", (lr / n as f64).into())])?;
             w.assign_from(&invoke1("elemwise_sub", &[w, &step], &[])?)?;
         }
         let loss = cross_entropy(&probs, &y)?;

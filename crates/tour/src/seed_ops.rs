@@ -9,7 +9,14 @@ use std::sync::Arc;
 pub struct Sigmoid;
 
 impl CustomOp for Sigmoid {
-    fn forward(&self, _is_train: bool, req: &[Req], in_data: &[NDArray], out_data: &[NDArray], _aux: &[NDArray]) -> Result<()> {
+    fn forward(
+        &self,
+        _is_train: bool,
+        req: &[Req],
+        in_data: &[NDArray],
+        out_data: &[NDArray],
+        _aux: &[NDArray],
+    ) -> Result<()> {
         // read the engine's input buffer in place (no copy)
         oxnet_core::with_float_dtype!(in_data[0].dtype(), T => {
             let x = in_data[0].as_slice::<T>()?;
@@ -18,7 +25,15 @@ impl CustomOp for Sigmoid {
         })
     }
 
-    fn backward(&self, req: &[Req], out_grad: &[NDArray], _in_data: &[NDArray], out_data: &[NDArray], in_grad: &[NDArray], _aux: &[NDArray]) -> Result<()> {
+    fn backward(
+        &self,
+        req: &[Req],
+        out_grad: &[NDArray],
+        _in_data: &[NDArray],
+        out_data: &[NDArray],
+        in_grad: &[NDArray],
+        _aux: &[NDArray],
+    ) -> Result<()> {
         oxnet_core::with_float_dtype!(out_data[0].dtype(), T => {
             let y = out_data[0].as_slice::<T>()?;
             let dy = out_grad[0].as_slice::<T>()?;
@@ -40,7 +55,12 @@ pub struct SigmoidProp;
 
 impl CustomOpProp for SigmoidProp {
     // backward reads only the output and its gradient
-    fn declare_backward_dependency(&self, out_grad: &[Dependency], _in_data: &[Dependency], out_data: &[Dependency]) -> Vec<Dependency> {
+    fn declare_backward_dependency(
+        &self,
+        out_grad: &[Dependency],
+        _in_data: &[Dependency],
+        out_data: &[Dependency],
+    ) -> Vec<Dependency> {
         [out_grad, out_data].concat()
     }
 
@@ -55,13 +75,28 @@ pub struct Dense {
 }
 
 impl CustomOp for Dense {
-    fn forward(&self, _is_train: bool, req: &[Req], in_data: &[NDArray], out_data: &[NDArray], _aux: &[NDArray]) -> Result<()> {
+    fn forward(
+        &self,
+        _is_train: bool,
+        req: &[Req],
+        in_data: &[NDArray],
+        out_data: &[NDArray],
+        _aux: &[NDArray],
+    ) -> Result<()> {
         let xw = invoke1("dot", &[&in_data[0], &in_data[1]], &[("transpose_b", true.into())])?;
         let y = invoke1("_plus_scalar", &[&xw], &[("scalar", self.bias.into())])?;
         custom::assign(&out_data[0], req[0], &y)
     }
 
-    fn backward(&self, req: &[Req], out_grad: &[NDArray], in_data: &[NDArray], _out_data: &[NDArray], in_grad: &[NDArray], _aux: &[NDArray]) -> Result<()> {
+    fn backward(
+        &self,
+        req: &[Req],
+        out_grad: &[NDArray],
+        in_data: &[NDArray],
+        _out_data: &[NDArray],
+        in_grad: &[NDArray],
+        _aux: &[NDArray],
+    ) -> Result<()> {
         // dx = dy · W ; dW = dyᵀ · x  (the seed's backward computed only a
         // transposed dW and called it dx; this is the full gradient)
         let dx = invoke1("dot", &[&out_grad[0], &in_data[1]], &[])?;
@@ -84,7 +119,8 @@ impl DenseProp {
             .find(|(k, _)| k == "bias")
             .map(|(_, v)| v.as_str())
             .ok_or_else(|| Error::attr("bias", "dense needs a `bias` keyword"))?;
-        let bias = raw.parse::<f64>().map_err(|_| Error::attr("bias", format!("expected a number, got `{raw}`")))?;
+        let bias =
+            raw.parse::<f64>().map_err(|_| Error::attr("bias", format!("expected a number, got `{raw}`")))?;
         Ok(DenseProp { bias })
     }
 }
@@ -117,19 +153,36 @@ impl CustomOpProp for DenseProp {
 pub struct Softmax;
 
 impl CustomOp for Softmax {
-    fn forward(&self, _is_train: bool, req: &[Req], in_data: &[NDArray], out_data: &[NDArray], _aux: &[NDArray]) -> Result<()> {
+    fn forward(
+        &self,
+        _is_train: bool,
+        req: &[Req],
+        in_data: &[NDArray],
+        out_data: &[NDArray],
+        _aux: &[NDArray],
+    ) -> Result<()> {
         let y = invoke1("softmax", &[&in_data[0]], &[("axis", 1i64.into())])?;
         custom::assign(&out_data[0], req[0], &y)
     }
 
-    fn backward(&self, req: &[Req], _out_grad: &[NDArray], in_data: &[NDArray], out_data: &[NDArray], in_grad: &[NDArray], _aux: &[NDArray]) -> Result<()> {
+    fn backward(
+        &self,
+        req: &[Req],
+        _out_grad: &[NDArray],
+        in_data: &[NDArray],
+        out_data: &[NDArray],
+        in_grad: &[NDArray],
+        _aux: &[NDArray],
+    ) -> Result<()> {
         let y = out_data[0].to_vec::<f64>()?;
         let labels = in_data[1].to_vec::<f64>()?;
         let (n, k) = (out_data[0].shape()[0], out_data[0].shape()[1]);
         let mut dx = y;
         for (i, &label) in labels.iter().enumerate() {
             if !(label >= 0.0 && (label as usize) < k) {
-                return Err(Error::Invalid(format!("label {label} of sample {i} is out of range for {k} classes")));
+                return Err(Error::Invalid(format!(
+                    "label {label} of sample {i} is out of range for {k} classes"
+                )));
             }
             dx[i * k + label as usize] -= 1.0;
         }

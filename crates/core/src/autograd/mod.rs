@@ -11,8 +11,8 @@ mod mode;
 mod tape;
 
 pub use mode::{
-    is_recording, is_training, pause, predict_mode, record, record_with, set_recording,
-    set_training, train_mode, ModeGuard,
+    is_recording, is_training, pause, predict_mode, record, record_with, set_recording, set_training,
+    train_mode, ModeGuard,
 };
-pub(crate) use tape::{record_node, AgEntry};
 pub use tape::{attach_grad, backward, grad, grad_of, grad_req_of, mark_variables, BackwardOptions};
+pub(crate) use tape::{record_node, AgEntry};

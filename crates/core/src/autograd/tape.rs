@@ -215,11 +215,7 @@ struct Gradients {
     vars: HashMap<usize, (Arc<Variable>, NDArray)>,
 }
 
-fn accumulate(
-    grads: &mut Gradients,
-    entry: &AgEntry,
-    g: NDArray,
-) -> Result<()> {
+fn accumulate(grads: &mut Gradients, entry: &AgEntry, g: NDArray) -> Result<()> {
     let key = entry.key();
     let total = match grads.all.remove(&key) {
         Some(prev) => crate::invoke1("elemwise_add", &[&prev, &g], &[])?,
@@ -427,7 +423,8 @@ fn node_gradient(
                         .into(),
                 ));
             }
-            let out_grads = fill_zeros(out_grads, &node.out_meta, node.device)?.into_iter().map(Some).collect::<Vec<_>>();
+            let out_grads =
+                fill_zeros(out_grads, &node.out_meta, node.device)?.into_iter().map(Some).collect::<Vec<_>>();
             let mut in_grads = Vec::with_capacity(n_in);
             let mut reqs = Vec::with_capacity(n_in);
             for (i, need) in needs.iter().enumerate() {
@@ -444,7 +441,8 @@ fn node_gradient(
                 state: node.state.as_ref(),
             };
             let args = BackwardArgs { out_grads: &out_grads, inputs: &saved_in, outputs: &saved_out };
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| backward(&ctx, &args, &in_grads)));
+            let result =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| backward(&ctx, &args, &in_grads)));
             match result {
                 Ok(r) => r?,
                 Err(p) => return Err(Error::Panic(dispatch::panic_message(p.as_ref()))),
@@ -454,7 +452,11 @@ fn node_gradient(
     }
 }
 
-fn fill_zeros(grads: Vec<Option<NDArray>>, meta: &[(Shape, DType)], device: crate::Device) -> Result<Vec<NDArray>> {
+fn fill_zeros(
+    grads: Vec<Option<NDArray>>,
+    meta: &[(Shape, DType)],
+    device: crate::Device,
+) -> Result<Vec<NDArray>> {
     grads
         .into_iter()
         .zip(meta)
@@ -464,7 +466,6 @@ fn fill_zeros(grads: Vec<Option<NDArray>>, meta: &[(Shape, DType)], device: crat
         })
         .collect()
 }
-
 
 impl NDArray {
     /// Marks this array as a variable with a zeroed gradient buffer

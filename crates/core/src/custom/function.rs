@@ -102,7 +102,10 @@ impl FunctionOp {
                     Err(p) => return Err(Error::Panic(crate::dispatch::panic_message(p.as_ref()))),
                 };
                 if outs.len() != n_out {
-                    return Err(Error::Invalid(format!("`{fname}` returned {} outputs, declared {n_out}", outs.len())));
+                    return Err(Error::Invalid(format!(
+                        "`{fname}` returned {} outputs, declared {n_out}",
+                        outs.len()
+                    )));
                 }
                 Ok(outs)
             })

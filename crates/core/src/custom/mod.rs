@@ -37,5 +37,7 @@ mod register;
 
 pub use function::FunctionOp;
 pub use prop::{assign, CustomOp, CustomOpProp, Dependency};
-pub use register::{cached_operator_count, custom_op, is_registered, register, registered_names, unregister, PropFactory};
 pub(crate) use register::custom_op_def;
+pub use register::{
+    cached_operator_count, custom_op, is_registered, register, registered_names, unregister, PropFactory,
+};

@@ -80,9 +80,10 @@ pub trait CustomOpProp: Send + Sync {
     /// The returned argument shapes may refine the given ones. Default:
     /// everything takes the first argument's shape.
     fn infer_shape(&self, in_shapes: &[Shape]) -> Result<(Vec<Shape>, Vec<Shape>, Vec<Shape>)> {
-        let first = in_shapes.first().cloned().ok_or_else(|| {
-            Error::Shape("the default infer_shape needs at least one argument".into())
-        })?;
+        let first = in_shapes
+            .first()
+            .cloned()
+            .ok_or_else(|| Error::Shape("the default infer_shape needs at least one argument".into()))?;
         Ok((
             in_shapes.to_vec(),
             vec![first.clone(); self.list_outputs().len()],
@@ -120,5 +121,10 @@ pub trait CustomOpProp: Send + Sync {
     /// Creates the operator for these input shapes and dtypes on `device`.
     /// oxnet calls this once per distinct (attributes, shapes, dtypes, device)
     /// and reuses the operator.
-    fn create_operator(&self, device: Device, in_shapes: &[Shape], in_dtypes: &[DType]) -> Result<Arc<dyn CustomOp>>;
+    fn create_operator(
+        &self,
+        device: Device,
+        in_shapes: &[Shape],
+        in_dtypes: &[DType],
+    ) -> Result<Arc<dyn CustomOp>>;
 }

@@ -53,12 +53,15 @@ fn cached_inference<T: Clone + PartialEq>(
     Ok(())
 }
 
+/// Input shapes, dtypes and device: what an operator instance is created for.
+type Signature = (Vec<Shape>, Vec<DType>, Device);
+
 /// Operators created by one property, by (shapes, dtypes, device), plus the
 /// most recently used one, checked first without building a key.
 #[derive(Default)]
 struct OperatorCache {
-    by_signature: HashMap<(Vec<Shape>, Vec<DType>, Device), Arc<Instance>>,
-    last: Option<(Vec<Shape>, Vec<DType>, Device, Arc<Instance>)>,
+    by_signature: HashMap<Signature, Arc<Instance>>,
+    last: Option<(Signature, Arc<Instance>)>,
 }
 
 /// More distinct shape signatures than this empties an entry's operator cache.
@@ -121,12 +124,15 @@ pub fn registered_names() -> Vec<String> {
 /// How many operators the property of `op_type` with these keyword
 /// arguments has created so far (for tests of the reuse guarantee).
 pub fn cached_operator_count(op_type: &str, kwargs: &[(&str, &str)]) -> usize {
-    let key = prop_key(op_type, &kwargs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>());
+    let key =
+        prop_key(op_type, &kwargs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>());
     PROPS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .as_ref()
-        .and_then(|m| m.get(&key).map(|e| e.operators.lock().unwrap_or_else(|e| e.into_inner()).by_signature.len()))
+        .and_then(|m| {
+            m.get(&key).map(|e| e.operators.lock().unwrap_or_else(|e| e.into_inner()).by_signature.len())
+        })
         .unwrap_or(0)
 }
 
@@ -157,16 +163,33 @@ fn prop_entry(attrs: &Attrs) -> Result<Arc<PropEntry>> {
         .as_ref()
         .and_then(|m| m.get(&op_type).cloned())
         .ok_or_else(|| {
-            Error::attr("op_type", format!("no custom operator `{op_type}` is registered (registered: {})", registered_names().join(", ")))
+            Error::attr(
+                "op_type",
+                format!(
+                    "no custom operator `{op_type}` is registered (registered: {})",
+                    registered_names().join(", ")
+                ),
+            )
         })?;
     let name = format!("Custom(op_type={op_type})");
     let prop = guarded(&name, || factory(kwargs))?;
-    let (args, outputs, aux) = guarded(&name, || Ok((prop.list_arguments(), prop.list_outputs(), prop.list_auxiliary_states())))?;
-    let entry = Arc::new(PropEntry { op_type, prop, args, outputs, aux, operators: Mutex::new(OperatorCache::default()),
+    let (args, outputs, aux) =
+        guarded(&name, || Ok((prop.list_arguments(), prop.list_outputs(), prop.list_auxiliary_states())))?;
+    let entry = Arc::new(PropEntry {
+        op_type,
+        prop,
+        args,
+        outputs,
+        aux,
+        operators: Mutex::new(OperatorCache::default()),
         last_shapes: Mutex::new(None),
         last_types: Mutex::new(None),
     });
-    PROPS.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(key, entry.clone());
+    PROPS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .insert(key, entry.clone());
     Ok(entry)
 }
 
@@ -207,18 +230,31 @@ fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shap
     cached_inference(&entry.last_shapes, ins, outs, |ins, outs| infer_shape_uncached(entry, ins, outs))
 }
 
-fn infer_shape_uncached(entry: &PropEntry, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+fn infer_shape_uncached(
+    entry: &PropEntry,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
     let n_args = entry.args.len();
     let given: Vec<Shape> = ins[..n_args]
         .iter()
         .enumerate()
-        .map(|(i, s)| s.clone().ok_or_else(|| Error::Shape(format!("the shape of argument `{}` is unknown", entry.args[i]))))
+        .map(|(i, s)| {
+            s.clone()
+                .ok_or_else(|| Error::Shape(format!("the shape of argument `{}` is unknown", entry.args[i])))
+        })
         .collect::<Result<_>>()?;
     let (arg_s, out_s, aux_s) = guarded(&name_of(entry), || entry.prop.infer_shape(&given))?;
     if arg_s.len() != n_args || out_s.len() != outs.len() || aux_s.len() != ins.len() - n_args {
         return Err(Error::Shape(format!(
             "{}: infer_shape returned {} argument, {} output and {} aux shapes; expected {}, {} and {}",
-            name_of(entry), arg_s.len(), out_s.len(), aux_s.len(), n_args, outs.len(), ins.len() - n_args
+            name_of(entry),
+            arg_s.len(),
+            out_s.len(),
+            aux_s.len(),
+            n_args,
+            outs.len(),
+            ins.len() - n_args
         )));
     }
     for (slot, s) in ins.iter_mut().zip(arg_s.into_iter().chain(aux_s)) {
@@ -235,12 +271,19 @@ fn infer_type(attrs: &Attrs, ins: &mut [Option<DType>], outs: &mut [Option<DType
     cached_inference(&entry.last_types, ins, outs, |ins, outs| infer_type_uncached(entry, ins, outs))
 }
 
-fn infer_type_uncached(entry: &PropEntry, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
+fn infer_type_uncached(
+    entry: &PropEntry,
+    ins: &mut [Option<DType>],
+    outs: &mut [Option<DType>],
+) -> Result<()> {
     let n_args = entry.args.len();
     let given: Vec<DType> = ins[..n_args].iter().map(|d| d.unwrap_or(DType::F32)).collect();
     let (arg_t, out_t, aux_t) = guarded(&name_of(entry), || entry.prop.infer_type(&given))?;
     if arg_t.len() != n_args || out_t.len() != outs.len() || aux_t.len() != ins.len() - n_args {
-        return Err(Error::DType(format!("{}: infer_type returned lists of the wrong lengths", name_of(entry))));
+        return Err(Error::DType(format!(
+            "{}: infer_type returned lists of the wrong lengths",
+            name_of(entry)
+        )));
     }
     for (slot, t) in ins.iter_mut().zip(arg_t.into_iter().chain(aux_t)) {
         *slot = Some(t);
@@ -255,7 +298,7 @@ fn create_state(attrs: &Attrs, shapes: &[Shape], dtypes: &[DType], device: Devic
     let entry = entry_of(attrs)?;
     {
         let cache = entry.operators.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((s, d, dev, inst)) = &cache.last {
+        if let Some(((s, d, dev), inst)) = &cache.last {
             if s.as_slice() == shapes && d.as_slice() == dtypes && *dev == device {
                 return Ok(inst.clone());
             }
@@ -268,7 +311,8 @@ fn create_state(attrs: &Attrs, shapes: &[Shape], dtypes: &[DType], device: Devic
         None => {
             let n_args = entry.args.len();
             let name = name_of(entry);
-            let op = guarded(&name, || entry.prop.create_operator(device, &shapes[..n_args], &dtypes[..n_args]))?;
+            let op =
+                guarded(&name, || entry.prop.create_operator(device, &shapes[..n_args], &dtypes[..n_args]))?;
             let inst = Arc::new(Instance { name, n_args, op });
             let mut cache = entry.operators.lock().unwrap_or_else(|e| e.into_inner());
             if cache.by_signature.len() >= MAX_CACHED_OPERATORS {
@@ -278,7 +322,7 @@ fn create_state(attrs: &Attrs, shapes: &[Shape], dtypes: &[DType], device: Devic
             inst
         }
     };
-    entry.operators.lock().unwrap_or_else(|e| e.into_inner()).last = Some((key.0, key.1, key.2, inst.clone()));
+    entry.operators.lock().unwrap_or_else(|e| e.into_inner()).last = Some((key, inst.clone()));
     Ok(inst)
 }
 

@@ -70,10 +70,7 @@ impl NDArray {
     /// Takes ownership of `data` laid out in row-major order with `shape`.
     pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<NDArray> {
         if data.len() != numel(shape) {
-            return Err(Error::Shape(format!(
-                "{} elements cannot have shape {shape:?}",
-                data.len()
-            )));
+            return Err(Error::Shape(format!("{} elements cannot have shape {shape:?}", data.len())));
         }
         NDArray::from_slice(&data, shape)
     }
@@ -81,10 +78,7 @@ impl NDArray {
     /// Copies `data` (row-major) into a new CPU array of `shape`.
     pub fn from_slice<T: Element>(data: &[T], shape: &[usize]) -> Result<NDArray> {
         if data.len() != numel(shape) {
-            return Err(Error::Shape(format!(
-                "{} elements cannot have shape {shape:?}",
-                data.len()
-            )));
+            return Err(Error::Shape(format!("{} elements cannot have shape {shape:?}", data.len())));
         }
         let a = NDArray::empty(shape, T::DTYPE, Device::Cpu)?;
         a.as_mut_slice::<T>()?.copy_from_slice(data);
@@ -110,7 +104,7 @@ impl NDArray {
 
     /// Samples uniformly from `[low, high)` using oxnet's global generator.
     pub fn random_uniform(low: f64, high: f64, shape: &[usize], dtype: DType) -> Result<NDArray> {
-        if !(low <= high) {
+        if low.is_nan() || high.is_nan() || low > high {
             return Err(Error::Invalid(format!("uniform: low {low} must not exceed high {high}")));
         }
         let a = NDArray::empty(shape, dtype, Device::Cpu)?;
@@ -121,7 +115,7 @@ impl NDArray {
 
     /// Samples from a normal distribution using oxnet's global generator.
     pub fn random_normal(mean: f64, std: f64, shape: &[usize], dtype: DType) -> Result<NDArray> {
-        if !(std >= 0.0) {
+        if std.is_nan() || std < 0.0 {
             return Err(Error::Invalid(format!("normal: scale {std} must be non-negative")));
         }
         let a = NDArray::empty(shape, dtype, Device::Cpu)?;
@@ -152,9 +146,15 @@ mod tests {
         let z = NDArray::zeros(&[], DType::I64, Device::Cpu).unwrap();
         assert_eq!(z.ndim(), 0);
         assert_eq!(z.size(), 1);
-        assert_eq!(NDArray::full(&[2], 2.5, DType::F64, Device::Cpu).unwrap().to_vec::<f64>().unwrap(), vec![2.5, 2.5]);
+        assert_eq!(
+            NDArray::full(&[2], 2.5, DType::F64, Device::Cpu).unwrap().to_vec::<f64>().unwrap(),
+            vec![2.5, 2.5]
+        );
         assert!(NDArray::from_vec(vec![1.0f32; 5], &[2, 3]).is_err());
-        assert!(NDArray::zeros(&[2], DType::F32, Device::Gpu(0)).unwrap_err().to_string().contains("no GPU backend"));
+        assert!(NDArray::zeros(&[2], DType::F32, Device::Gpu(0))
+            .unwrap_err()
+            .to_string()
+            .contains("no GPU backend"));
         let p = NDArray::zeros(&[3], DType::F32, Device::Cpu).unwrap();
         assert_eq!(p.raw_ptr() as usize % crate::storage::ALIGNMENT, 0);
     }

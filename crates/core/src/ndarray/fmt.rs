@@ -14,7 +14,11 @@ fn format_value(v: f64, is_float: bool) -> String {
     if v.is_nan() {
         "nan".into()
     } else if v.is_infinite() {
-        if v > 0.0 { "inf".into() } else { "-inf".into() }
+        if v > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        }
     } else if v == v.trunc() && v.abs() < 1e16 {
         format!("{v:.0}.")
     } else if v.abs() >= 1e-4 && v.abs() < 1e8 {
@@ -84,11 +88,8 @@ impl fmt::Display for NDArray {
             Err(e) => write!(text, "<unreadable: {e}>")?,
         }
         let dims: Vec<String> = self.shape().iter().map(|d| d.to_string()).collect();
-        let dtype = if self.dtype() == crate::DType::F32 {
-            String::new()
-        } else {
-            format!(" {}", self.dtype())
-        };
+        let dtype =
+            if self.dtype() == crate::DType::F32 { String::new() } else { format!(" {}", self.dtype()) };
         write!(f, "{text}\n<NDArray {}{dtype} @{}>", dims.join("x"), self.device())
     }
 }

@@ -77,7 +77,8 @@ mod tests {
 
     #[test]
     fn round_trips_without_copies() {
-        let arr = ndarray::Array::from_shape_vec((2, 3), vec![1.0f32, 2., 3., 4., 5., 6.]).unwrap().into_dyn();
+        let arr =
+            ndarray::Array::from_shape_vec((2, 3), vec![1.0f32, 2., 3., 4., 5., 6.]).unwrap().into_dyn();
         let p = arr.as_ptr();
         let a = NDArray::from_ndarray(arr).unwrap();
         assert_eq!(a.data_ptr::<f32>().unwrap() as *const f32, p);
@@ -92,7 +93,10 @@ mod tests {
         a.view_mut::<f32>().unwrap()[[0, 0]] = 10.0;
         assert_eq!(a.to_vec::<f32>().unwrap()[0], 10.0);
         assert!(a.view::<f64>().is_err());
-        let t = ndarray::Array::from_shape_vec((2, 2), vec![1.0f64, 2., 3., 4.]).unwrap().reversed_axes().into_dyn();
+        let t = ndarray::Array::from_shape_vec((2, 2), vec![1.0f64, 2., 3., 4.])
+            .unwrap()
+            .reversed_axes()
+            .into_dyn();
         let b = NDArray::from_ndarray(t).unwrap();
         assert_eq!(b.dtype(), DType::F64);
         assert_eq!(b.to_vec::<f64>().unwrap(), vec![1., 3., 2., 4.]);

@@ -190,20 +190,14 @@ impl NDArray {
     #[inline]
     fn check_dtype<T: Element>(&self) -> Result<()> {
         if T::DTYPE != self.dtype() {
-            return Err(Error::DType(format!(
-                "array holds {}, accessed as {}",
-                self.dtype(),
-                T::DTYPE
-            )));
+            return Err(Error::DType(format!("array holds {}, accessed as {}", self.dtype(), T::DTYPE)));
         }
         Ok(())
     }
 
     fn check_dense(&self) -> Result<()> {
         if !self.is_contiguous() {
-            return Err(Error::Invalid(
-                "array is not contiguous; call .contiguous() first".into(),
-            ));
+            return Err(Error::Invalid("array is not contiguous; call .contiguous() first".into()));
         }
         self.device().ensure_available()
     }
@@ -236,8 +230,7 @@ impl NDArray {
     pub fn check_writable(&self) -> Result<()> {
         if self.inner.read_only {
             return Err(Error::Invalid(
-                "this array is an operator input and is read-only; write to the outputs instead"
-                    .into(),
+                "this array is an operator input and is read-only; write to the outputs instead".into(),
             ));
         }
         Ok(())
@@ -297,15 +290,17 @@ impl NDArray {
         self.check_writable()?;
         self.device().ensure_available()?;
         src.device().ensure_available()?;
-        let src_strides = crate::shape::broadcast_strides(src.shape(), src.strides(), self.shape())
-            .map_err(|_| {
+        let src_strides =
+            crate::shape::broadcast_strides(src.shape(), src.strides(), self.shape()).map_err(|_| {
                 Error::Shape(format!(
                     "cannot assign an array of shape {:?} to one of shape {:?}",
                     src.shape(),
                     self.shape()
                 ))
             })?;
-        if self.dtype() == src.dtype() && self.is_contiguous() && src.is_contiguous()
+        if self.dtype() == src.dtype()
+            && self.is_contiguous()
+            && src.is_contiguous()
             && self.shape() == src.shape()
         {
             let n = self.size() * self.dtype().size();

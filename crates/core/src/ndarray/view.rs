@@ -37,10 +37,7 @@ impl SliceSpec {
         let clamp = |v: i64, lo: i64, hi: i64| v.max(lo).min(hi);
         let norm = |v: i64| if v < 0 { v + n } else { v };
         let (start, stop) = if step > 0 {
-            (
-                clamp(self.begin.map(norm).unwrap_or(0), 0, n),
-                clamp(self.end.map(norm).unwrap_or(n), 0, n),
-            )
+            (clamp(self.begin.map(norm).unwrap_or(0), 0, n), clamp(self.end.map(norm).unwrap_or(n), 0, n))
         } else {
             (
                 clamp(self.begin.map(norm).unwrap_or(n - 1), -1, n - 1),
@@ -48,7 +45,11 @@ impl SliceSpec {
             )
         };
         let count = if step > 0 {
-            if stop > start { (stop - start + step - 1) / step } else { 0 }
+            if stop > start {
+                (stop - start + step - 1) / step
+            } else {
+                0
+            }
         } else if start > stop {
             (start - stop + (-step) - 1) / (-step)
         } else {
@@ -81,7 +82,11 @@ impl NDArray {
         }
         if shape.contains(&0) {
             let src = self.contiguous()?;
-            return Ok(src.with_layout(Shape::from_slice(shape), NDArray::dense_strides(shape), src.offset()));
+            return Ok(src.with_layout(
+                Shape::from_slice(shape),
+                NDArray::dense_strides(shape),
+                src.offset(),
+            ));
         }
         self.reshape(&spec)
     }
@@ -95,9 +100,7 @@ impl NDArray {
         };
         let mut seen = vec![false; nd];
         if axes.len() != nd || axes.iter().any(|&a| a >= nd || std::mem::replace(&mut seen[a], true)) {
-            return Err(Error::Shape(format!(
-                "transpose axes {axes:?} are not a permutation of 0..{nd}"
-            )));
+            return Err(Error::Shape(format!("transpose axes {axes:?} are not a permutation of 0..{nd}")));
         }
         let shape: Shape = axes.iter().map(|&a| self.shape()[a]).collect();
         let strides: Strides = axes.iter().map(|&a| self.strides()[a]).collect();
@@ -164,11 +167,7 @@ impl NDArray {
         let axis = normalize_axis(axis, self.ndim() + 1)?;
         let mut shape = Shape::from_slice(self.shape());
         let mut strides = Strides::from_slice(self.strides());
-        let stride = if axis < self.ndim() {
-            self.strides()[axis] * self.shape()[axis] as isize
-        } else {
-            1
-        };
+        let stride = if axis < self.ndim() { self.strides()[axis] * self.shape()[axis] as isize } else { 1 };
         shape.insert(axis, 1);
         strides.insert(axis, stride);
         Ok(self.with_layout(shape, strides, self.offset()))
@@ -220,7 +219,8 @@ mod tests {
         assert!(t.shares_storage(&a));
         assert!(!t.is_contiguous());
         assert_eq!(t.to_vec::<f32>().unwrap(), vec![0., 3., 1., 4., 2., 5.]);
-        let s = a.slice(&[SliceSpec::all(), SliceSpec { begin: Some(2), end: None, step: Some(-1) }]).unwrap();
+        let s =
+            a.slice(&[SliceSpec::all(), SliceSpec { begin: Some(2), end: None, step: Some(-1) }]).unwrap();
         assert_eq!(s.to_vec::<f32>().unwrap(), vec![2., 1., 0., 5., 4., 3.]);
         let b = a.slice_axis(1, 1, None).unwrap();
         assert_eq!(b.shape(), &[2, 2]);

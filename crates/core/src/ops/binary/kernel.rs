@@ -280,9 +280,7 @@ pub(crate) fn apply<T: Element, F: Fn(T, T) -> T + Sync>(
     out.check_writable()?;
     for x in [a, b, out] {
         if !x.is_contiguous() {
-            return Err(Error::Invalid(
-                "binary kernel needs contiguous arrays".into(),
-            ));
+            return Err(Error::Invalid("binary kernel needs contiguous arrays".into()));
         }
     }
     let ap = a.data_ptr::<T>()? as *const T;
@@ -336,25 +334,12 @@ pub(crate) fn apply<T: Element, F: Fn(T, T) -> T + Sync>(
             let [oo, oa, ob] = offsets(r);
             // SAFETY: the broadcast strides keep row r inside each operand;
             // the inner strides are 0 or 1.
-            unsafe {
-                flat(
-                    inner,
-                    ap.offset(oa),
-                    is[1],
-                    bp.offset(ob),
-                    is[2],
-                    op.offset(oo),
-                    req,
-                    &f,
-                )
-            };
+            unsafe { flat(inner, ap.offset(oa), is[1], bp.offset(ob), is[2], op.offset(oo), req, &f) };
         }
     };
     if n >= PAR_MIN && rows >= 2 {
         let per = PIECE.div_ceil(inner).max(1);
-        (0..rows.div_ceil(per))
-            .into_par_iter()
-            .for_each(|p| do_rows(p * per, ((p + 1) * per).min(rows)));
+        (0..rows.div_ceil(per)).into_par_iter().for_each(|p| do_rows(p * per, ((p + 1) * per).min(rows)));
     } else {
         do_rows(0, rows);
     }

@@ -25,8 +25,8 @@ use crate::ops::reduce::sum_to_shape;
 use crate::ops::util::call;
 use crate::shape::{broadcast_shapes, Shape};
 use crate::{
-    registry, AttrKind, AttrSpec, AttrValue, Attrs, DType, Element, Error, GradCtx, NDArray, OpDef,
-    Req, Result,
+    registry, AttrKind, AttrSpec, AttrValue, Attrs, DType, Element, Error, GradCtx, NDArray, OpDef, Req,
+    Result,
 };
 use kernel::BNum;
 
@@ -50,10 +50,7 @@ enum Kind {
 
 impl Kind {
     fn is_comparison(self) -> bool {
-        matches!(
-            self,
-            Kind::Eq | Kind::Ne | Kind::Gt | Kind::Ge | Kind::Lt | Kind::Le
-        )
+        matches!(self, Kind::Eq | Kind::Ne | Kind::Gt | Kind::Ge | Kind::Lt | Kind::Le)
     }
 }
 
@@ -90,14 +87,7 @@ fn run_arrays(kind: Kind, a: &NDArray, b: &NDArray, out: &NDArray, req: Req) -> 
 
 /// Runs `kind` on array `x` and a scalar (`x op s`, or `s op x` when
 /// `reversed`) into `out` (same shape as `x`).
-fn run_scalar(
-    kind: Kind,
-    reversed: bool,
-    x: &NDArray,
-    scalar: f64,
-    out: &NDArray,
-    req: Req,
-) -> Result<()> {
+fn run_scalar(kind: Kind, reversed: bool, x: &NDArray, scalar: f64, out: &NDArray, req: Req) -> Result<()> {
     if req == Req::Null {
         return Ok(());
     }
@@ -190,33 +180,14 @@ fn binary_grad(kind: Kind, g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
     let (na, nb) = (g.needs_grad[0], g.needs_grad[1]);
     let (da, db): (Option<NDArray>, Option<NDArray>) = match kind {
         Kind::Add => (na.then(|| dy.clone()), nb.then(|| dy.clone())),
-        Kind::Sub => (
-            na.then(|| dy.clone()),
-            if nb {
-                Some(c1("_mul_scalar", dy, -1.0)?)
-            } else {
-                None
-            },
-        ),
+        Kind::Sub => (na.then(|| dy.clone()), if nb { Some(c1("_mul_scalar", dy, -1.0)?) } else { None }),
         Kind::Mul => (
-            if na {
-                Some(c2("broadcast_mul", dy, b)?)
-            } else {
-                None
-            },
-            if nb {
-                Some(c2("broadcast_mul", dy, a)?)
-            } else {
-                None
-            },
+            if na { Some(c2("broadcast_mul", dy, b)?) } else { None },
+            if nb { Some(c2("broadcast_mul", dy, a)?) } else { None },
         ),
         Kind::Div => {
             let ga = c2("broadcast_div", dy, b)?;
-            let gb = if nb {
-                Some(c1("_mul_scalar", &c2("broadcast_mul", &ga, y)?, -1.0)?)
-            } else {
-                None
-            };
+            let gb = if nb { Some(c1("_mul_scalar", &c2("broadcast_mul", &ga, y)?, -1.0)?) } else { None };
             (na.then_some(ga), gb)
         }
         Kind::Pow => {
@@ -241,16 +212,8 @@ fn binary_grad(kind: Kind, g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
                 ("broadcast_lesser_equal", "broadcast_greater")
             };
             (
-                if na {
-                    Some(c2("broadcast_mul", dy, &c2(ta, a, b)?)?)
-                } else {
-                    None
-                },
-                if nb {
-                    Some(c2("broadcast_mul", dy, &c2(tb, a, b)?)?)
-                } else {
-                    None
-                },
+                if na { Some(c2("broadcast_mul", dy, &c2(ta, a, b)?)?) } else { None },
+                if nb { Some(c2("broadcast_mul", dy, &c2(tb, a, b)?)?) } else { None },
             )
         }
         _ => (None, None),
@@ -274,11 +237,7 @@ fn scalar_grad(kind: Kind, reversed: bool, g: &GradCtx) -> Result<Vec<Option<NDA
         (Kind::Mul, _) => c1("_mul_scalar", dy, s)?,
         (Kind::Div, false) => c1("_div_scalar", dy, s)?,
         // y = s / x: dy/dx = -y / x
-        (Kind::Div, true) => c1(
-            "_mul_scalar",
-            &c2("elemwise_div", &c2("elemwise_mul", dy, y)?, x)?,
-            -1.0,
-        )?,
+        (Kind::Div, true) => c1("_mul_scalar", &c2("elemwise_div", &c2("elemwise_mul", dy, y)?, x)?, -1.0)?,
         (Kind::Pow, false) if s == 0.0 => c1("_mul_scalar", dy, 0.0)?,
         (Kind::Pow, false) => {
             let p = c1("_mul_scalar", &c1("_power_scalar", x, s - 1.0)?, s)?;
@@ -294,18 +253,14 @@ fn scalar_grad(kind: Kind, reversed: bool, g: &GradCtx) -> Result<Vec<Option<NDA
 }
 
 fn two_operand_def(name: &str, aliases: &[&str], kind: Kind, broadcast: bool, doc: &str) -> OpDef {
-    let mut def = OpDef::new(name)
-        .doc(doc)
-        .arguments(&["lhs", "rhs"])
-        .infer_type(binary_dtype);
+    let mut def = OpDef::new(name).doc(doc).arguments(&["lhs", "rhs"]).infer_type(binary_dtype);
     if broadcast {
         def = def.infer_shape(broadcast_infer);
     }
     for a in aliases {
         def = def.alias(a);
     }
-    def =
-        def.forward(move |ctx, ins, outs| run_arrays(kind, &ins[0], &ins[1], &outs[0], ctx.req[0]));
+    def = def.forward(move |ctx, ins, outs| run_arrays(kind, &ins[0], &ins[1], &outs[0], ctx.req[0]));
     if kind.is_comparison() {
         def.zero_grad()
     } else {
@@ -422,15 +377,8 @@ fn register_scalar(name: &str, aliases: &[&str], kind: Kind, reversed: bool, wha
         what.replace("lhs", "data").replace("rhs", "scalar")
     };
     let mut def = OpDef::new(name)
-        .doc(&format!(
-            "Element-wise {expr}, with `scalar` converted to the input's dtype."
-        ))
-        .attr(AttrSpec::optional(
-            "scalar",
-            AttrKind::Float,
-            1.0f64,
-            "The scalar operand.",
-        ))
+        .doc(&format!("Element-wise {expr}, with `scalar` converted to the input's dtype."))
+        .attr(AttrSpec::optional("scalar", AttrKind::Float, 1.0f64, "The scalar operand."))
         .attr(AttrSpec::optional(
             "is_int",
             AttrKind::Bool,
@@ -438,14 +386,7 @@ fn register_scalar(name: &str, aliases: &[&str], kind: Kind, reversed: bool, wha
             "Accepted for compatibility; the scalar is always converted to the input's dtype.",
         ))
         .forward(move |ctx, ins, outs| {
-            run_scalar(
-                kind,
-                reversed,
-                &ins[0],
-                ctx.attrs.float("scalar")?,
-                &outs[0],
-                ctx.req[0],
-            )
+            run_scalar(kind, reversed, &ins[0], ctx.attrs.float("scalar")?, &outs[0], ctx.req[0])
         });
     for a in aliases {
         def = def.alias(a);
@@ -461,10 +402,7 @@ fn register_scalar(name: &str, aliases: &[&str], kind: Kind, reversed: bool, wha
 fn add_n_names(attrs: &Attrs) -> Result<Vec<String>> {
     let n = attrs.int("num_args")?;
     if n < 1 {
-        return Err(Error::attr(
-            "num_args",
-            format!("must be at least 1, got {n}"),
-        ));
+        return Err(Error::attr("num_args", format!("must be at least 1, got {n}")));
     }
     Ok((0..n).map(|i| format!("arg{i}")).collect())
 }
@@ -542,44 +480,17 @@ pub(crate) fn register() {
         ));
         register_scalar(e.scalar.0, e.scalar.1, kind, false, e.what);
     }
-    register_scalar(
-        "_rminus_scalar",
-        &["_RMinusScalar"],
-        Kind::Sub,
-        true,
-        "lhs - rhs",
-    );
-    register_scalar(
-        "_rdiv_scalar",
-        &["_RDivScalar"],
-        Kind::Div,
-        true,
-        "lhs / rhs",
-    );
-    register_scalar(
-        "_rpower_scalar",
-        &["_RPowerScalar"],
-        Kind::Pow,
-        true,
-        "lhs ^ rhs",
-    );
+    register_scalar("_rminus_scalar", &["_RMinusScalar"], Kind::Sub, true, "lhs - rhs");
+    register_scalar("_rdiv_scalar", &["_RDivScalar"], Kind::Div, true, "lhs / rhs");
+    register_scalar("_rpower_scalar", &["_RPowerScalar"], Kind::Pow, true, "lhs ^ rhs");
 
     registry::register(
         OpDef::new("add_n")
             .alias("ElementWiseSum")
             .doc("Sums `num_args` arrays of the same shape and dtype (arguments arg0, arg1, ...).")
-            .attr(AttrSpec::required(
-                "num_args",
-                AttrKind::Int,
-                "Number of arrays to add.",
-            ))
+            .attr(AttrSpec::required("num_args", AttrKind::Int, "Number of arrays to add."))
             .arguments_fn(add_n_names)
             .forward(|ctx, ins, outs| add_n_kernel(ins, &outs[0], ctx.req[0]))
-            .grad_rule(|g| {
-                Ok(g.needs_grad
-                    .iter()
-                    .map(|n| n.then(|| g.out_grads[0].clone()))
-                    .collect())
-            }),
+            .grad_rule(|g| Ok(g.needs_grad.iter().map(|n| n.then(|| g.out_grads[0].clone())).collect())),
     );
 }

@@ -48,16 +48,8 @@ pub(super) fn dot_plan(l: &[usize], r: &[usize], ta: bool, tb: bool) -> Result<D
     let r_split = if tb { r.len() - 1 } else { 1 };
     let (l_rows, l_cols) = (numel(&l[..l_split]), numel(&l[l_split..]));
     let (r_rows, r_cols) = (numel(&r[..r_split]), numel(&r[r_split..]));
-    let (m, kl) = if ta {
-        (l_cols, l_rows)
-    } else {
-        (l_rows, l_cols)
-    };
-    let (kr, n) = if tb {
-        (r_cols, r_rows)
-    } else {
-        (r_rows, r_cols)
-    };
+    let (m, kl) = if ta { (l_cols, l_rows) } else { (l_rows, l_cols) };
+    let (kr, n) = if tb { (r_cols, r_rows) } else { (r_rows, r_cols) };
     if kl != kr {
         return Err(Error::Shape(format!(
             "dot shape mismatch: lhs {} (transpose_a={}) X rhs {} (transpose_b={}): the contracted dimensions {} and {} differ",
@@ -80,18 +72,7 @@ pub(super) fn dot_plan(l: &[usize], r: &[usize], ta: bool, tb: bool) -> Result<D
             out_shape.extend_from_slice(if tb { &r[..r.len() - 1] } else { &r[1..] });
         }
     }
-    Ok(DotPlan {
-        l_split,
-        l_rows,
-        l_cols,
-        r_split,
-        r_rows,
-        r_cols,
-        m,
-        k: kl,
-        n,
-        out_shape,
-    })
+    Ok(DotPlan { l_split, l_rows, l_cols, r_split, r_rows, r_cols, m, k: kl, n, out_shape })
 }
 
 fn flags(attrs: &Attrs) -> Result<(bool, bool)> {
@@ -179,12 +160,7 @@ fn dot_grad(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
 
 /// `batch_dot` shapes: `(B..., M, K) x (B..., K, N)` (before transposes);
 /// returns `(batch, m, k, n, out_shape)`.
-fn batch_plan(
-    l: &[usize],
-    r: &[usize],
-    ta: bool,
-    tb: bool,
-) -> Result<(usize, usize, usize, usize, Shape)> {
+fn batch_plan(l: &[usize], r: &[usize], ta: bool, tb: bool) -> Result<(usize, usize, usize, usize, Shape)> {
     let mismatch = |why: &str| {
         Error::Shape(format!(
             "batch_dot: lhs {} (transpose_a={}) X rhs {} (transpose_b={}): {why}",
@@ -195,28 +171,16 @@ fn batch_plan(
         ))
     };
     if l.len() < 3 || l.len() != r.len() {
-        return Err(mismatch(
-            "both operands must have the same rank, at least 3",
-        ));
+        return Err(mismatch("both operands must have the same rank, at least 3"));
     }
     let nd = l.len();
     if l[..nd - 2] != r[..nd - 2] {
         return Err(mismatch("the batch dimensions differ"));
     }
-    let (m, kl) = if ta {
-        (l[nd - 1], l[nd - 2])
-    } else {
-        (l[nd - 2], l[nd - 1])
-    };
-    let (kr, n) = if tb {
-        (r[nd - 1], r[nd - 2])
-    } else {
-        (r[nd - 2], r[nd - 1])
-    };
+    let (m, kl) = if ta { (l[nd - 1], l[nd - 2]) } else { (l[nd - 2], l[nd - 1]) };
+    let (kr, n) = if tb { (r[nd - 1], r[nd - 2]) } else { (r[nd - 2], r[nd - 1]) };
     if kl != kr {
-        return Err(mismatch(&format!(
-            "the contracted dimensions {kl} and {kr} differ"
-        )));
+        return Err(mismatch(&format!("the contracted dimensions {kl} and {kr} differ")));
     }
     let mut out: Shape = Shape::from_slice(&l[..nd - 2]);
     out.push(m);
@@ -378,16 +342,8 @@ mod tests {
             for j in 0..n {
                 let mut s = 0.0;
                 for p in 0..k {
-                    let av = if ta {
-                        a[p * ash.1 + i]
-                    } else {
-                        a[i * ash.1 + p]
-                    };
-                    let bv = if tb {
-                        b[j * bsh.1 + p]
-                    } else {
-                        b[p * bsh.1 + j]
-                    };
+                    let av = if ta { a[p * ash.1 + i] } else { a[i * ash.1 + p] };
+                    let bv = if tb { b[j * bsh.1 + p] } else { b[p * bsh.1 + j] };
                     s += av * bv;
                 }
                 out[i * n + j] = s;
@@ -416,10 +372,7 @@ mod tests {
         // matrix . vector and vector . matrix
         let v3 = NDArray::from_vec(vec![1.0f32, 1., 1.], &[3]).unwrap();
         let mv = invoke1("dot", &[&a, &v3], &[]).unwrap();
-        assert_eq!(
-            (mv.shape(), mv.to_vec::<f32>().unwrap()),
-            (&[2usize][..], vec![6., 15.])
-        );
+        assert_eq!((mv.shape(), mv.to_vec::<f32>().unwrap()), (&[2usize][..], vec![6., 15.]));
         let v2 = NDArray::from_vec(vec![1.0f32, -1.], &[2]).unwrap();
         let vm = invoke1("dot", &[&v2, &a], &[]).unwrap();
         assert_eq!(vm.to_vec::<f32>().unwrap(), vec![-3., -3., -3.]);
@@ -436,13 +389,8 @@ mod tests {
             let c = invoke1("dot", &[&a, &b], &dot_attrs(ta, tb)).unwrap();
             assert_eq!(c.shape(), &[m, n]);
             let want = ref_matmul(&a.to_vec().unwrap(), ash, ta, &b.to_vec().unwrap(), bsh, tb);
-            crate::check::compare("dot", "values", &c.to_vec().unwrap(), &want, 1e-12, 1e-12)
-                .unwrap();
-            OpChecker::new("dot", &[a, b])
-                .attr("transpose_a", ta)
-                .attr("transpose_b", tb)
-                .run()
-                .unwrap();
+            crate::check::compare("dot", "values", &c.to_vec().unwrap(), &want, 1e-12, 1e-12).unwrap();
+            OpChecker::new("dot", &[a, b]).attr("transpose_a", ta).attr("transpose_b", tb).run().unwrap();
         }
     }
 
@@ -453,19 +401,13 @@ mod tests {
         let b = rand(&[4, 2, 3], DType::F64);
         let c = invoke1("dot", &[&a, &b], &[]).unwrap();
         assert_eq!(c.shape(), &[2, 3, 2, 3]);
-        let (av, bv, cv) = (
-            a.to_vec().unwrap(),
-            b.to_vec().unwrap(),
-            c.to_vec::<f64>().unwrap(),
-        );
+        let (av, bv, cv) = (a.to_vec().unwrap(), b.to_vec().unwrap(), c.to_vec::<f64>().unwrap());
         for i in 0..2 {
             for j in 0..3 {
                 for p in 0..2 {
                     for q in 0..3 {
                         let want: f64 = (0..4)
-                            .map(|t| {
-                                at(&av, &[2, 3, 4], &[i, j, t]) * at(&bv, &[4, 2, 3], &[t, p, q])
-                            })
+                            .map(|t| at(&av, &[2, 3, 4], &[i, j, t]) * at(&bv, &[4, 2, 3], &[t, p, q]))
                             .sum();
                         let got = at(&cv, &[2, 3, 2, 3], &[i, j, p, q]);
                         assert!((got - want).abs() < 1e-12);
@@ -478,52 +420,22 @@ mod tests {
         let b = rand(&[4, 5], DType::F64);
         let c = invoke1("dot", &[&a, &b], &dot_attrs(true, false)).unwrap();
         assert_eq!(c.shape(), &[2, 3, 5]);
-        let (av, bv, cv) = (
-            a.to_vec().unwrap(),
-            b.to_vec().unwrap(),
-            c.to_vec::<f64>().unwrap(),
-        );
-        let want: f64 = (0..4)
-            .map(|t| at(&av, &[4, 2, 3], &[t, 1, 2]) * at(&bv, &[4, 5], &[t, 3]))
-            .sum();
+        let (av, bv, cv) = (a.to_vec().unwrap(), b.to_vec().unwrap(), c.to_vec::<f64>().unwrap());
+        let want: f64 = (0..4).map(|t| at(&av, &[4, 2, 3], &[t, 1, 2]) * at(&bv, &[4, 5], &[t, 3])).sum();
         assert!((at(&cv, &[2, 3, 5], &[1, 2, 3]) - want).abs() < 1e-12);
-        OpChecker::new("dot", &[a, b])
-            .attr("transpose_a", true)
-            .run()
-            .unwrap();
+        OpChecker::new("dot", &[a, b]).attr("transpose_a", true).run().unwrap();
         // transpose_b on N-d rhs contracts its last axis: (5, 4) . (2, 3, 4)^T -> (5, 2, 3)
         let a = rand(&[5, 4], DType::F64);
         let b = rand(&[2, 3, 4], DType::F64);
         let c = invoke1("dot", &[&a, &b], &dot_attrs(false, true)).unwrap();
         assert_eq!(c.shape(), &[5, 2, 3]);
-        let (av, bv, cv) = (
-            a.to_vec().unwrap(),
-            b.to_vec().unwrap(),
-            c.to_vec::<f64>().unwrap(),
-        );
-        let want: f64 = (0..4)
-            .map(|t| at(&av, &[5, 4], &[3, t]) * at(&bv, &[2, 3, 4], &[1, 0, t]))
-            .sum();
+        let (av, bv, cv) = (a.to_vec().unwrap(), b.to_vec().unwrap(), c.to_vec::<f64>().unwrap());
+        let want: f64 = (0..4).map(|t| at(&av, &[5, 4], &[3, t]) * at(&bv, &[2, 3, 4], &[1, 0, t])).sum();
         assert!((at(&cv, &[5, 2, 3], &[3, 1, 0]) - want).abs() < 1e-12);
-        OpChecker::new("dot", &[a, b])
-            .attr("transpose_b", true)
-            .run()
-            .unwrap();
-        OpChecker::new(
-            "dot",
-            &[rand(&[2, 3, 4], DType::F64), rand(&[4, 3], DType::F64)],
-        )
-        .run()
-        .unwrap();
-        OpChecker::new("dot", &[rand(&[4], DType::F64), rand(&[4], DType::F64)])
-            .run()
-            .unwrap();
-        OpChecker::new(
-            "dot",
-            &[rand(&[4], DType::F64), rand(&[4, 2, 2], DType::F64)],
-        )
-        .run()
-        .unwrap();
+        OpChecker::new("dot", &[a, b]).attr("transpose_b", true).run().unwrap();
+        OpChecker::new("dot", &[rand(&[2, 3, 4], DType::F64), rand(&[4, 3], DType::F64)]).run().unwrap();
+        OpChecker::new("dot", &[rand(&[4], DType::F64), rand(&[4], DType::F64)]).run().unwrap();
+        OpChecker::new("dot", &[rand(&[4], DType::F64), rand(&[4, 2, 2], DType::F64)]).run().unwrap();
     }
 
     #[test]
@@ -531,24 +443,12 @@ mod tests {
         let a = rand(&[17, 33], DType::F64);
         let b = rand(&[33, 9], DType::F64);
         let want = invoke1("dot", &[&a, &b], &[]).unwrap();
-        let got = invoke1(
-            "dot",
-            &[
-                &a.astype(DType::F32).unwrap(),
-                &b.astype(DType::F32).unwrap(),
-            ],
-            &[],
-        )
-        .unwrap();
+        let got =
+            invoke1("dot", &[&a.astype(DType::F32).unwrap(), &b.astype(DType::F32).unwrap()], &[]).unwrap();
         assert_eq!(got.dtype(), DType::F32);
         assert_close(&got, &want, 1e-5, 1e-5).unwrap();
         for dt in [DType::F16, DType::BF16] {
-            let got = invoke1(
-                "dot",
-                &[&a.astype(dt).unwrap(), &b.astype(dt).unwrap()],
-                &[],
-            )
-            .unwrap();
+            let got = invoke1("dot", &[&a.astype(dt).unwrap(), &b.astype(dt).unwrap()], &[]).unwrap();
             assert_eq!(got.dtype(), dt);
             assert_close(&got, &want, 3e-2, 8e-2).unwrap();
         }
@@ -565,10 +465,7 @@ mod tests {
         assert!(!at_view.is_contiguous());
         let via_view = invoke1("dot", &[&at_view, &b], &[]).unwrap();
         let via_flag = invoke1("dot", &[&a, &b], &dot_attrs(true, false)).unwrap();
-        assert_eq!(
-            via_view.to_vec::<f32>().unwrap(),
-            via_flag.to_vec::<f32>().unwrap()
-        );
+        assert_eq!(via_view.to_vec::<f32>().unwrap(), via_flag.to_vec::<f32>().unwrap());
         // a strided (non-dense) view is copied
         let big = rand(&[3, 8], DType::F32);
         let sl = big.slice_axis(1, 0, Some(4)).unwrap();
@@ -579,20 +476,8 @@ mod tests {
         let op = registry::get("dot").unwrap();
         let attrs = op.parse_attrs(&[]).unwrap();
         let out = NDArray::full(&[3, 5], 2.0, DType::F32, crate::Device::Cpu).unwrap();
-        crate::invoke_into(
-            &op,
-            &[&at_view, &b],
-            &attrs,
-            std::slice::from_ref(&out),
-            &[Req::Add],
-        )
-        .unwrap();
-        let want: Vec<f32> = via_flag
-            .to_vec::<f32>()
-            .unwrap()
-            .iter()
-            .map(|v| v + 2.0)
-            .collect();
+        crate::invoke_into(&op, &[&at_view, &b], &attrs, std::slice::from_ref(&out), &[Req::Add]).unwrap();
+        let want: Vec<f32> = via_flag.to_vec::<f32>().unwrap().iter().map(|v| v + 2.0).collect();
         crate::check::compare(
             "dot",
             "add",
@@ -610,9 +495,7 @@ mod tests {
         let b = rand(&[4, 5], DType::F32);
         let e = invoke1("dot", &[&a, &b], &[]).unwrap_err().to_string();
         assert!(e.contains("(2, 3)") && e.contains("(4, 5)"), "{e}");
-        let e = invoke1("dot", &[&a, &a], &dot_attrs(true, true))
-            .unwrap_err()
-            .to_string();
+        let e = invoke1("dot", &[&a, &a], &dot_attrs(true, true)).unwrap_err().to_string();
         assert!(e.contains("(2, 3)"), "{e}");
         let v = rand(&[3], DType::F32);
         assert!(invoke1("dot", &[&v, &v], &dot_attrs(true, false)).is_err());
@@ -636,11 +519,8 @@ mod tests {
             let b = rand(&[bn, bsh.0, bsh.1], DType::F64);
             let c = invoke1("batch_dot", &[&a, &b], &dot_attrs(ta, tb)).unwrap();
             assert_eq!(c.shape(), &[bn, m, n]);
-            let (av, bv, cv) = (
-                a.to_vec::<f64>().unwrap(),
-                b.to_vec::<f64>().unwrap(),
-                c.to_vec::<f64>().unwrap(),
-            );
+            let (av, bv, cv) =
+                (a.to_vec::<f64>().unwrap(), b.to_vec::<f64>().unwrap(), c.to_vec::<f64>().unwrap());
             for i in 0..bn {
                 let want = ref_matmul(
                     &av[i * m * k..(i + 1) * m * k],
@@ -675,12 +555,8 @@ mod tests {
         let got = invoke1("batch_dot", &[&a32, &b.astype(DType::F32).unwrap()], &[]).unwrap();
         assert_close(&got, &want, 1e-5, 1e-5).unwrap();
         let at = a32.transpose(Some(&[0, 1, 3, 2])).unwrap();
-        let via_view = invoke1(
-            "batch_dot",
-            &[&at, &b.astype(DType::F32).unwrap()],
-            &dot_attrs(true, false),
-        )
-        .unwrap();
+        let via_view =
+            invoke1("batch_dot", &[&at, &b.astype(DType::F32).unwrap()], &dot_attrs(true, false)).unwrap();
         assert_close(&via_view, &want, 1e-5, 1e-5).unwrap();
     }
 
@@ -688,21 +564,11 @@ mod tests {
     fn batch_dot_errors() {
         let a = rand(&[2, 3, 4], DType::F32);
         let b = rand(&[2, 5, 6], DType::F32);
-        let e = invoke1("batch_dot", &[&a, &b], &[])
-            .unwrap_err()
-            .to_string();
+        let e = invoke1("batch_dot", &[&a, &b], &[]).unwrap_err().to_string();
         assert!(e.contains("(2, 3, 4)") && e.contains("(2, 5, 6)"), "{e}");
         let c = rand(&[3, 4, 6], DType::F32);
-        assert!(invoke1("batch_dot", &[&a, &c], &[])
-            .unwrap_err()
-            .to_string()
-            .contains("batch"));
-        assert!(invoke1(
-            "batch_dot",
-            &[&rand(&[3, 4], DType::F32), &rand(&[4, 3], DType::F32)],
-            &[]
-        )
-        .is_err());
+        assert!(invoke1("batch_dot", &[&a, &c], &[]).unwrap_err().to_string().contains("batch"));
+        assert!(invoke1("batch_dot", &[&rand(&[3, 4], DType::F32), &rand(&[4, 3], DType::F32)], &[]).is_err());
     }
 
     #[test]
@@ -719,11 +585,7 @@ mod tests {
             &[&y],
             &[&x],
             &[],
-            crate::autograd::BackwardOptions {
-                create_graph: true,
-                retain_graph: true,
-                ..Default::default()
-            },
+            crate::autograd::BackwardOptions { create_graph: true, retain_graph: true, ..Default::default() },
         )
         .unwrap();
         let xv = x.to_vec::<f64>().unwrap();

@@ -5,8 +5,8 @@ use crate::attrs::Attrs;
 use crate::ops::util::call;
 use crate::shape::{numel, Shape};
 use crate::{
-    registry, AttrKind, AttrSpec, AttrValue, Error, FloatElement, GradCtx, NDArray, OpContext,
-    OpDef, Req, Result,
+    registry, AttrKind, AttrSpec, AttrValue, Error, FloatElement, GradCtx, NDArray, OpContext, OpDef, Req,
+    Result,
 };
 
 struct Params {
@@ -18,10 +18,7 @@ struct Params {
 fn params(attrs: &Attrs) -> Result<Params> {
     let num_hidden = attrs.int("num_hidden")?;
     if num_hidden < 1 {
-        return Err(Error::attr(
-            "num_hidden",
-            format!("must be at least 1, got {num_hidden}"),
-        ));
+        return Err(Error::attr("num_hidden", format!("must be at least 1, got {num_hidden}")));
     }
     Ok(Params {
         num_hidden: num_hidden as usize,
@@ -34,20 +31,15 @@ fn params(attrs: &Attrs) -> Result<Params> {
 /// forming the rows.
 fn data_matrix(data: &[usize], flatten: bool) -> Result<(usize, usize, usize)> {
     if data.is_empty() {
-        return Err(Error::Shape(
-            "FullyConnected needs data of rank >= 1, got a 0-d array".into(),
-        ));
+        return Err(Error::Shape("FullyConnected needs data of rank >= 1, got a 0-d array".into()));
     }
     let split = if flatten { 1 } else { data.len() - 1 };
     Ok((numel(&data[..split]), numel(&data[split..]), split))
 }
 
 fn out_shape(data: &[usize], p: &Params) -> Shape {
-    let mut s: Shape = if p.flatten {
-        Shape::from_slice(&data[..1])
-    } else {
-        Shape::from_slice(&data[..data.len() - 1])
-    };
+    let mut s: Shape =
+        if p.flatten { Shape::from_slice(&data[..1]) } else { Shape::from_slice(&data[..data.len() - 1]) };
     s.push(p.num_hidden);
     s
 }
@@ -84,19 +76,9 @@ fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shap
         return Ok(());
     };
     let (_, k, _) = data_matrix(&data, p.flatten)?;
-    fill_or_check(
-        &mut ins[1],
-        Shape::from_slice(&[p.num_hidden, k]),
-        "weight",
-        &data,
-    )?;
+    fill_or_check(&mut ins[1], Shape::from_slice(&[p.num_hidden, k]), "weight", &data)?;
     if !p.no_bias {
-        fill_or_check(
-            &mut ins[2],
-            Shape::from_slice(&[p.num_hidden]),
-            "bias",
-            &data,
-        )?;
+        fill_or_check(&mut ins[2], Shape::from_slice(&[p.num_hidden]), "bias", &data)?;
     }
     let o = out_shape(&data, &p);
     match &outs[0] {
@@ -184,17 +166,8 @@ pub(super) fn register() {
                  the last axis. `no_bias` drops the bias input. Weight and bias shapes are \
                  inferred from data.",
             )
-            .attr(AttrSpec::required(
-                "num_hidden",
-                AttrKind::Int,
-                "Number of output units.",
-            ))
-            .attr(AttrSpec::optional(
-                "no_bias",
-                AttrKind::Bool,
-                false,
-                "Whether to omit the bias input.",
-            ))
+            .attr(AttrSpec::required("num_hidden", AttrKind::Int, "Number of output units."))
+            .attr(AttrSpec::optional("no_bias", AttrKind::Bool, false, "Whether to omit the bias input."))
             .attr(AttrSpec::optional(
                 "flatten",
                 AttrKind::Bool,
@@ -264,12 +237,8 @@ mod tests {
         let y = invoke1("FullyConnected", &[&x, &w, &b], &[("num_hidden", 3.into())]).unwrap();
         assert_eq!(y.shape(), &[2, 3]);
         assert_eq!(y.to_vec::<f32>().unwrap(), vec![1.5, 1.5, 3., 3.5, 3.5, 7.]);
-        let y = invoke1(
-            "FullyConnected",
-            &[&x, &w],
-            &[("num_hidden", 3.into()), ("no_bias", true.into())],
-        )
-        .unwrap();
+        let y = invoke1("FullyConnected", &[&x, &w], &[("num_hidden", 3.into()), ("no_bias", true.into())])
+            .unwrap();
         assert_eq!(y.to_vec::<f32>().unwrap(), vec![1., 2., 3., 3., 4., 7.]);
     }
 
@@ -294,11 +263,7 @@ mod tests {
                     ("flatten", flatten.into()),
                 ];
                 let y = invoke1("FullyConnected", &refs, &attrs).unwrap();
-                let want_shape: Vec<usize> = if flatten {
-                    vec![2, hidden]
-                } else {
-                    vec![2, 3, hidden]
-                };
+                let want_shape: Vec<usize> = if flatten { vec![2, hidden] } else { vec![2, 3, hidden] };
                 assert_eq!(y.shape(), &want_shape[..]);
                 let bv = b.to_vec::<f64>().unwrap();
                 let want = reference(
@@ -309,15 +274,8 @@ mod tests {
                     (!no_bias).then_some(&bv[..]),
                     hidden,
                 );
-                crate::check::compare(
-                    "FullyConnected",
-                    "values",
-                    &y.to_vec().unwrap(),
-                    &want,
-                    1e-12,
-                    1e-12,
-                )
-                .unwrap();
+                crate::check::compare("FullyConnected", "values", &y.to_vec().unwrap(), &want, 1e-12, 1e-12)
+                    .unwrap();
                 OpChecker::new("FullyConnected", &inputs)
                     .attr("num_hidden", hidden)
                     .attr("no_bias", no_bias)
@@ -354,11 +312,7 @@ mod tests {
         assert_eq!(ins[2].as_deref(), Some(&[7usize][..]));
         assert_eq!(outs[0].as_deref(), Some(&[4usize, 7][..]));
         let attrs = op
-            .parse_attrs(&[
-                ("num_hidden", 7.into()),
-                ("flatten", false.into()),
-                ("no_bias", true.into()),
-            ])
+            .parse_attrs(&[("num_hidden", 7.into()), ("flatten", false.into()), ("no_bias", true.into())])
             .unwrap();
         let mut ins = vec![Some(Shape::from_slice(&[4, 3, 5])), None];
         let mut outs = vec![None];
@@ -367,23 +321,10 @@ mod tests {
         assert_eq!(outs[0].as_deref(), Some(&[4usize, 3, 7][..]));
         // known shapes are checked, through the dispatcher's inference too
         let attrs = op.parse_attrs(&[("num_hidden", 7.into())]).unwrap();
-        let shapes = [
-            Shape::from_slice(&[4, 15]),
-            Shape::from_slice(&[7, 14]),
-            Shape::from_slice(&[7]),
-        ];
-        let e = infer_outputs(&op, &attrs, &shapes, &[DType::F32; 3], 1)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("weight") && e.contains("(7, 14)") && e.contains("(7, 15)"),
-            "{e}"
-        );
-        let shapes = [
-            Shape::from_slice(&[4, 15]),
-            Shape::from_slice(&[7, 15]),
-            Shape::from_slice(&[7]),
-        ];
+        let shapes = [Shape::from_slice(&[4, 15]), Shape::from_slice(&[7, 14]), Shape::from_slice(&[7])];
+        let e = infer_outputs(&op, &attrs, &shapes, &[DType::F32; 3], 1).unwrap_err().to_string();
+        assert!(e.contains("weight") && e.contains("(7, 14)") && e.contains("(7, 15)"), "{e}");
+        let shapes = [Shape::from_slice(&[4, 15]), Shape::from_slice(&[7, 15]), Shape::from_slice(&[7])];
         let (s, d) = infer_outputs(&op, &attrs, &shapes, &[DType::F32; 3], 1).unwrap();
         assert_eq!((s[0].as_slice(), d[0]), (&[4usize, 7][..], DType::F32));
     }
@@ -393,18 +334,13 @@ mod tests {
         let x = rand(&[2, 3], DType::F32);
         let w = rand(&[4, 5], DType::F32);
         let b = rand(&[4], DType::F32);
-        let e = invoke1("FullyConnected", &[&x, &w, &b], &[("num_hidden", 4.into())])
-            .unwrap_err()
-            .to_string();
+        let e =
+            invoke1("FullyConnected", &[&x, &w, &b], &[("num_hidden", 4.into())]).unwrap_err().to_string();
         assert!(e.contains("(4, 5)") && e.contains("(2, 3)"), "{e}");
         let w = rand(&[4, 3], DType::F32);
-        let e = invoke1(
-            "FullyConnected",
-            &[&x, &w, &rand(&[3], DType::F32)],
-            &[("num_hidden", 4.into())],
-        )
-        .unwrap_err()
-        .to_string();
+        let e = invoke1("FullyConnected", &[&x, &w, &rand(&[3], DType::F32)], &[("num_hidden", 4.into())])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("bias"), "{e}");
         assert!(invoke1("FullyConnected", &[&x, &w], &[("num_hidden", 4.into())]).is_err());
         assert!(invoke1("FullyConnected", &[&x, &w, &b], &[])
@@ -427,12 +363,9 @@ mod tests {
         let x = rand(&[3, 4], DType::F32);
         let wt = rand(&[4, 5], DType::F32);
         let w_view = wt.transpose(None).unwrap();
-        let got = invoke1(
-            "FullyConnected",
-            &[&x, &w_view],
-            &[("num_hidden", 5.into()), ("no_bias", true.into())],
-        )
-        .unwrap();
+        let got =
+            invoke1("FullyConnected", &[&x, &w_view], &[("num_hidden", 5.into()), ("no_bias", true.into())])
+                .unwrap();
         let want = invoke1("dot", &[&x, &wt], &[]).unwrap();
         assert_close(&got, &want, 1e-6, 1e-6).unwrap();
     }

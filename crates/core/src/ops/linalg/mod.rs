@@ -43,18 +43,12 @@ fn merge_axes(shape: &[usize], strides: &[isize]) -> Option<(usize, isize)> {
 /// `[0, b_end)` form the batch, `[b_end, r_end)` the rows and the rest the
 /// columns. Returns the buffer and whether it stores each matrix transposed
 /// (column-major), or `None` when the layout is not dense that way.
-fn dense_matrices<T: Element>(
-    x: &NDArray,
-    b_end: usize,
-    r_end: usize,
-) -> Result<Option<(&[T], bool)>> {
+fn dense_matrices<T: Element>(x: &NDArray, b_end: usize, r_end: usize) -> Result<Option<(&[T], bool)>> {
     let (shape, strides) = (x.shape(), x.strides());
     let merged = |lo: usize, hi: usize| merge_axes(&shape[lo..hi], &strides[lo..hi]);
-    let (Some((nb, bs)), Some((rows, rs)), Some((cols, cs))) = (
-        merged(0, b_end),
-        merged(b_end, r_end),
-        merged(r_end, shape.len()),
-    ) else {
+    let (Some((nb, bs)), Some((rows, rs)), Some((cols, cs))) =
+        (merged(0, b_end), merged(b_end, r_end), merged(r_end, shape.len()))
+    else {
         return Ok(None);
     };
     let len = nb * rows * cols;
@@ -133,33 +127,19 @@ fn reshape_op(x: &NDArray, shape: &[usize]) -> Result<NDArray> {
 
 /// Calls `dot` with transpose flags.
 fn dot_op(a: &NDArray, b: &NDArray, ta: bool, tb: bool) -> Result<NDArray> {
-    call(
-        "dot",
-        &[a, b],
-        &[("transpose_a", ta.into()), ("transpose_b", tb.into())],
-    )
+    call("dot", &[a, b], &[("transpose_a", ta.into()), ("transpose_b", tb.into())])
 }
 
 /// Calls `batch_dot` with transpose flags.
 fn batch_dot_op(a: &NDArray, b: &NDArray, ta: bool, tb: bool) -> Result<NDArray> {
-    call(
-        "batch_dot",
-        &[a, b],
-        &[("transpose_a", ta.into()), ("transpose_b", tb.into())],
-    )
+    call("batch_dot", &[a, b], &[("transpose_a", ta.into()), ("transpose_b", tb.into())])
 }
 
 /// Formats a shape for error messages: `(2, 3)`.
 fn fmt_shape(s: &[usize]) -> String {
     match s.len() {
         1 => format!("({},)", s[0]),
-        _ => format!(
-            "({})",
-            s.iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        _ => format!("({})", s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
     }
 }
 
@@ -174,10 +154,7 @@ mod tests {
         assert_eq!(merge_axes(&[2, 1, 4], &[4, 99, 1]), Some((8, 1)));
         assert_eq!(merge_axes(&[2, 3], &[1, 2]), None);
         assert_eq!(merge_axes(&[], &[]), Some((1, 0)));
-        let x = NDArray::arange(0.0, 6.0, 1.0, DType::F32)
-            .unwrap()
-            .reshape(&[2, 3])
-            .unwrap();
+        let x = NDArray::arange(0.0, 6.0, 1.0, DType::F32).unwrap().reshape(&[2, 3]).unwrap();
         let (d, col) = dense_matrices::<f32>(&x, 0, 1).unwrap().unwrap();
         assert!(!col && d.len() == 6);
         let t = x.transpose(None).unwrap();

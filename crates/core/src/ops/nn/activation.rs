@@ -19,11 +19,7 @@ fn softrelu_f32(v: f32) -> f32 {
     let u = 1.0 + e;
     // log1p(e) = log(u) * e / (u - 1), exact when u rounds to 1
     let d = u - 1.0;
-    let l = if d == 0.0 {
-        e
-    } else {
-        scalar::log_f32(u) * (e / d)
-    };
+    let l = if d == 0.0 { e } else { scalar::log_f32(u) * (e / d) };
     if v > 20.0 {
         v
     } else {
@@ -59,27 +55,14 @@ fn expm1_f32(v: f32) -> f32 {
 fn activation_forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<()> {
     let (x, out, req) = (&inputs[0], &outputs[0], ctx.req[0]);
     match ctx.attrs.str("act_type")? {
-        "relu" => map_float(
-            x,
-            out,
-            req,
-            |v| if v > 0.0 { v } else { 0.0 },
-            |v| if v > 0.0 { v } else { 0.0 },
-        ),
+        "relu" => {
+            map_float(x, out, req, |v| if v > 0.0 { v } else { 0.0 }, |v| if v > 0.0 { v } else { 0.0 })
+        }
         "sigmoid" => map_float(x, out, req, scalar::sigmoid_f32, scalar::sigmoid_f64),
         "tanh" => map_float(x, out, req, scalar::tanh_f32, f64::tanh),
         "softrelu" => map_float(x, out, req, softrelu_f32, softrelu_f64),
-        "softsign" => map_float(
-            x,
-            out,
-            req,
-            |v| v / (1.0 + v.abs()),
-            |v| v / (1.0 + v.abs()),
-        ),
-        other => Err(crate::Error::attr(
-            "act_type",
-            format!("unsupported activation `{other}`"),
-        )),
+        "softsign" => map_float(x, out, req, |v| v / (1.0 + v.abs()), |v| v / (1.0 + v.abs())),
+        other => Err(crate::Error::attr("act_type", format!("unsupported activation `{other}`"))),
     }
 }
 
@@ -102,18 +85,10 @@ fn activation_grad(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
         "softrelu" => mul(og, &unary("sigmoid", x)?)?,
         // 1 / (1 + |x|)^2
         "softsign" => {
-            let d = unary(
-                "square",
-                &scalar_op("_plus_scalar", &unary("abs", x)?, 1.0)?,
-            )?;
+            let d = unary("square", &scalar_op("_plus_scalar", &unary("abs", x)?, 1.0)?)?;
             crate::ops::util::call("elemwise_div", &[og, &d], &[])?
         }
-        other => {
-            return Err(crate::Error::attr(
-                "act_type",
-                format!("unsupported activation `{other}`"),
-            ))
-        }
+        other => return Err(crate::Error::attr("act_type", format!("unsupported activation `{other}`"))),
     };
     Ok(vec![Some(dx)])
 }
@@ -149,13 +124,7 @@ fn leaky_forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Re
                 x,
                 out,
                 req,
-                move |v| {
-                    l32 * if v > 0.0 {
-                        v
-                    } else {
-                        a32 * expm1_f32(v.min(0.0))
-                    }
-                },
+                move |v| l32 * if v > 0.0 { v } else { a32 * expm1_f32(v.min(0.0)) },
                 move |v| SELU_LAMBDA * if v > 0.0 { v } else { SELU_ALPHA * v.exp_m1() },
             )
         }
@@ -166,10 +135,7 @@ fn leaky_forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Re
             move |v| 0.5 * v * (1.0 + scalar::erf_f32(v * FRAC_1_SQRT_2 as f32)),
             move |v| 0.5 * v * (1.0 + scalar::erf_f64(v * FRAC_1_SQRT_2)),
         ),
-        other => Err(crate::Error::attr(
-            "act_type",
-            format!("unsupported activation `{other}`"),
-        )),
+        other => Err(crate::Error::attr("act_type", format!("unsupported activation `{other}`"))),
     }
 }
 
@@ -183,25 +149,17 @@ fn leaky_grad(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
     let blend = |pos: f64, neg: &NDArray| -> Result<NDArray> {
         let mask = positive_mask(x)?;
         let keep_neg = scalar_op("_rminus_scalar", &mask, 1.0)?;
-        add(
-            &scalar_op("_mul_scalar", &mask, pos)?,
-            &mul(&keep_neg, neg)?,
-        )
+        add(&scalar_op("_mul_scalar", &mask, pos)?, &mul(&keep_neg, neg)?)
     };
     let factor = match g.attrs.str("act_type")? {
         // 1 above 0, slope below: mask·(1 - slope) + slope
-        "leaky" => scalar_op(
-            "_plus_scalar",
-            &scalar_op("_mul_scalar", &positive_mask(x)?, 1.0 - slope)?,
-            slope,
-        )?,
+        "leaky" => {
+            scalar_op("_plus_scalar", &scalar_op("_mul_scalar", &positive_mask(x)?, 1.0 - slope)?, slope)?
+        }
         // below 0: slope·exp(x) = y + slope
         "elu" => blend(1.0, &scalar_op("_plus_scalar", y, slope)?)?,
         // below 0: λα·exp(x) = y + λα
-        "selu" => blend(
-            SELU_LAMBDA,
-            &scalar_op("_plus_scalar", y, SELU_LAMBDA * SELU_ALPHA)?,
-        )?,
+        "selu" => blend(SELU_LAMBDA, &scalar_op("_plus_scalar", y, SELU_LAMBDA * SELU_ALPHA)?)?,
         // Φ(x) + x·φ(x)
         "gelu" => {
             let cdf = scalar_op(
@@ -215,20 +173,12 @@ fn leaky_grad(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
             )?;
             let pdf = scalar_op(
                 "_mul_scalar",
-                &unary(
-                    "exp",
-                    &scalar_op("_mul_scalar", &unary("square", x)?, -0.5)?,
-                )?,
+                &unary("exp", &scalar_op("_mul_scalar", &unary("square", x)?, -0.5)?)?,
                 FRAC_1_SQRT_2PI,
             )?;
             add(&cdf, &mul(x, &pdf)?)?
         }
-        other => {
-            return Err(crate::Error::attr(
-                "act_type",
-                format!("unsupported activation `{other}`"),
-            ))
-        }
+        other => return Err(crate::Error::attr("act_type", format!("unsupported activation `{other}`"))),
     };
     Ok(vec![Some(mul(og, &factor)?)])
 }
@@ -258,8 +208,18 @@ pub(super) fn register() {
                 "The activation function.",
             ))
             .attr(AttrSpec::optional("slope", AttrKind::Float, 0.25, "Slope of leaky, alpha of elu."))
-            .attr(AttrSpec::optional("lower_bound", AttrKind::Float, 0.125, "Lower bound of rrelu's slope (unused)."))
-            .attr(AttrSpec::optional("upper_bound", AttrKind::Float, 0.334, "Upper bound of rrelu's slope (unused)."))
+            .attr(AttrSpec::optional(
+                "lower_bound",
+                AttrKind::Float,
+                0.125,
+                "Lower bound of rrelu's slope (unused).",
+            ))
+            .attr(AttrSpec::optional(
+                "upper_bound",
+                AttrKind::Float,
+                0.334,
+                "Upper bound of rrelu's slope (unused).",
+            ))
             .forward(leaky_forward)
             .grad_rule(leaky_grad),
     );
@@ -275,11 +235,7 @@ mod tests {
 
     fn sample() -> NDArray {
         // away from 0, where relu and leaky have kinks
-        NDArray::from_vec(
-            vec![-2.5f64, -1.2, -0.4, -0.05, 0.07, 0.3, 1.1, 3.0],
-            &[2, 4],
-        )
-        .unwrap()
+        NDArray::from_vec(vec![-2.5f64, -1.2, -0.4, -0.05, 0.07, 0.3, 1.1, 3.0], &[2, 4]).unwrap()
     }
 
     fn erf_ref(x: f64) -> f64 {
@@ -305,10 +261,7 @@ mod tests {
         let cases: Vec<(&str, RefFn)> = vec![
             ("relu", Box::new(|v: f64| if v > 0.0 { v } else { 0.0 })),
             ("sigmoid", Box::new(|v: f64| 1.0 / (1.0 + (-v).exp()))),
-            (
-                "tanh",
-                Box::new(|v: f64| ((v).exp() - (-v).exp()) / ((v).exp() + (-v).exp())),
-            ),
+            ("tanh", Box::new(|v: f64| ((v).exp() - (-v).exp()) / ((v).exp() + (-v).exp()))),
             ("softrelu", Box::new(|v: f64| (1.0 + v.exp()).ln())),
             ("softsign", Box::new(|v: f64| v / (1.0 + v.abs()))),
         ];
@@ -316,25 +269,14 @@ mod tests {
             let want: Vec<f64> = xv.iter().map(|v| f(*v)).collect();
             let y = invoke1("Activation", &[&x], &[("act_type", act.into())]).unwrap();
             compare(act, "f64", &y.to_vec().unwrap(), &want, 1e-12, 1e-15).unwrap();
-            let y = invoke1(
-                "Activation",
-                &[&x.astype(DType::F32).unwrap()],
-                &[("act_type", act.into())],
-            )
-            .unwrap();
+            let y = invoke1("Activation", &[&x.astype(DType::F32).unwrap()], &[("act_type", act.into())])
+                .unwrap();
             compare(act, "f32", &y.to_vec().unwrap(), &want, 1e-6, 1e-7).unwrap();
-            let y = invoke1(
-                "Activation",
-                &[&x.astype(DType::F16).unwrap()],
-                &[("act_type", act.into())],
-            )
-            .unwrap();
+            let y = invoke1("Activation", &[&x.astype(DType::F16).unwrap()], &[("act_type", act.into())])
+                .unwrap();
             assert_eq!(y.dtype(), DType::F16);
             compare(act, "f16", &y.to_vec().unwrap(), &want, 2e-3, 2e-3).unwrap();
-            OpChecker::new("Activation", std::slice::from_ref(&x))
-                .attr("act_type", act)
-                .run()
-                .unwrap();
+            OpChecker::new("Activation", std::slice::from_ref(&x)).attr("act_type", act).run().unwrap();
         }
         // softrelu stays accurate far from 0
         let x = NDArray::from_vec(vec![-30.0f32, -14.0, 30.0, 100.0], &[4]).unwrap();
@@ -352,31 +294,11 @@ mod tests {
         let xv = x.to_vec::<f64>().unwrap();
         let (l, a) = (SELU_LAMBDA, SELU_ALPHA);
         let cases: Vec<(&str, f64, RefFn)> = vec![
-            (
-                "leaky",
-                0.25,
-                Box::new(|v: f64| if v > 0.0 { v } else { 0.25 * v }),
-            ),
-            (
-                "leaky",
-                0.1,
-                Box::new(|v: f64| if v > 0.0 { v } else { 0.1 * v }),
-            ),
-            (
-                "elu",
-                0.7,
-                Box::new(|v: f64| if v > 0.0 { v } else { 0.7 * (v.exp() - 1.0) }),
-            ),
-            (
-                "selu",
-                0.25,
-                Box::new(move |v: f64| l * if v > 0.0 { v } else { a * (v.exp() - 1.0) }),
-            ),
-            (
-                "gelu",
-                0.25,
-                Box::new(|v: f64| 0.5 * v * (1.0 + erf_ref(v / 2f64.sqrt()))),
-            ),
+            ("leaky", 0.25, Box::new(|v: f64| if v > 0.0 { v } else { 0.25 * v })),
+            ("leaky", 0.1, Box::new(|v: f64| if v > 0.0 { v } else { 0.1 * v })),
+            ("elu", 0.7, Box::new(|v: f64| if v > 0.0 { v } else { 0.7 * (v.exp() - 1.0) })),
+            ("selu", 0.25, Box::new(move |v: f64| l * if v > 0.0 { v } else { a * (v.exp() - 1.0) })),
+            ("gelu", 0.25, Box::new(|v: f64| 0.5 * v * (1.0 + erf_ref(v / 2f64.sqrt())))),
         ];
         for (act, slope, f) in cases {
             let want: Vec<f64> = xv.iter().map(|v| f(*v)).collect();
@@ -395,58 +317,33 @@ mod tests {
                 .unwrap();
         }
         // default is leaky with slope 0.25
-        let y = invoke1("LeakyReLU", &[&x], &[])
-            .unwrap()
-            .to_vec::<f64>()
-            .unwrap();
+        let y = invoke1("LeakyReLU", &[&x], &[]).unwrap().to_vec::<f64>().unwrap();
         assert_eq!(y[0], -2.5 * 0.25);
         // elu near 0 keeps relative accuracy in f32
         let t = NDArray::from_vec(vec![-1e-4f32], &[1]).unwrap();
-        let y = invoke1(
-            "LeakyReLU",
-            &[&t],
-            &[("act_type", "elu".into()), ("slope", 1.0.into())],
-        )
-        .unwrap()
-        .to_vec::<f64>()
-        .unwrap();
-        assert!(
-            ((y[0] - (-1e-4f64).exp_m1()) / 1e-4).abs() < 1e-6,
-            "{}",
-            y[0]
-        );
+        let y = invoke1("LeakyReLU", &[&t], &[("act_type", "elu".into()), ("slope", 1.0.into())])
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap();
+        assert!(((y[0] - (-1e-4f64).exp_m1()) / 1e-4).abs() < 1e-6, "{}", y[0]);
     }
 
     #[test]
     fn errors_and_dtypes() {
         let x = sample();
-        assert!(invoke1("Activation", &[&x], &[])
-            .unwrap_err()
-            .to_string()
-            .contains("act_type"));
-        let e = invoke1("Activation", &[&x], &[("act_type", "swish".into())])
-            .unwrap_err()
-            .to_string();
+        assert!(invoke1("Activation", &[&x], &[]).unwrap_err().to_string().contains("act_type"));
+        let e = invoke1("Activation", &[&x], &[("act_type", "swish".into())]).unwrap_err().to_string();
         assert!(e.contains("act_type") && e.contains("relu"), "{e}");
         assert!(invoke1("LeakyReLU", &[&x], &[("act_type", "rrelu".into())]).is_err());
         let i = NDArray::from_vec(vec![1i32, -2], &[2]).unwrap();
-        let e = invoke1("Activation", &[&i], &[("act_type", "relu".into())])
-            .unwrap_err()
-            .to_string();
+        let e = invoke1("Activation", &[&i], &[("act_type", "relu".into())]).unwrap_err().to_string();
         assert!(e.contains("int32"), "{e}");
         // req=add and in-place through invoke_into
         let op = registry::get("Activation").unwrap();
         let attrs = op.parse_attrs(&[("act_type", "tanh".into())]).unwrap();
         let x32 = x.astype(DType::F32).unwrap();
         let want = invoke1("Activation", &[&x32], &[("act_type", "tanh".into())]).unwrap();
-        crate::invoke_into(
-            &op,
-            &[&x32],
-            &attrs,
-            std::slice::from_ref(&x32),
-            &[crate::Req::Inplace],
-        )
-        .unwrap();
+        crate::invoke_into(&op, &[&x32], &attrs, std::slice::from_ref(&x32), &[crate::Req::Inplace]).unwrap();
         assert_close(&x32, &want, 0.0, 0.0).unwrap();
     }
 }

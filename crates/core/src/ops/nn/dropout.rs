@@ -12,8 +12,8 @@ use crate::ops::util::store_slice;
 use crate::shape::{broadcast_strides, normalize_axis, numel, Shape};
 use crate::strided::for_each_offsets;
 use crate::{
-    registry, AttrKind, AttrSpec, Element, Error, FloatElement, GradCtx, NDArray, OpContext, OpDef,
-    Req, Result,
+    registry, AttrKind, AttrSpec, Element, Error, FloatElement, GradCtx, NDArray, OpContext, OpDef, Req,
+    Result,
 };
 use rand::RngCore;
 use std::sync::Arc;
@@ -105,12 +105,7 @@ pub(super) fn register() {
                  one draw along the given axes. Draws come from oxnet's global generator \
                  (reproducible after `random::seed`).",
             )
-            .attr(AttrSpec::optional(
-                "p",
-                AttrKind::Float,
-                0.5,
-                "Fraction of the input that gets dropped.",
-            ))
+            .attr(AttrSpec::optional("p", AttrKind::Float, 0.5, "Fraction of the input that gets dropped."))
             .attr(AttrSpec::optional(
                 "mode",
                 AttrKind::Choice(vec!["training", "always"]),
@@ -209,26 +204,10 @@ mod tests {
             }
         }
         // p = 1 drops everything, mode=always works outside train mode
-        let y = invoke1(
-            "Dropout",
-            &[&x],
-            &[("p", 1.0.into()), ("mode", "always".into())],
-        )
-        .unwrap();
+        let y = invoke1("Dropout", &[&x], &[("p", 1.0.into()), ("mode", "always".into())]).unwrap();
         assert!(y.to_vec::<f32>().unwrap().iter().all(|v| *v == 0.0));
-        let y = invoke1(
-            "Dropout",
-            &[&x],
-            &[("p", 0.5.into()), ("mode", "always".into())],
-        )
-        .unwrap();
-        let dropped = y
-            .to_vec::<f32>()
-            .unwrap()
-            .iter()
-            .filter(|v| **v == 0.0)
-            .count() as f64
-            / n as f64;
+        let y = invoke1("Dropout", &[&x], &[("p", 0.5.into()), ("mode", "always".into())]).unwrap();
+        let dropped = y.to_vec::<f32>().unwrap().iter().filter(|v| **v == 0.0).count() as f64 / n as f64;
         assert!((dropped - 0.5).abs() < 0.01);
     }
 
@@ -238,10 +217,7 @@ mod tests {
         let run = || {
             random::seed(1234);
             let _t = autograd::train_mode();
-            invoke1("Dropout", &[&x], &[])
-                .unwrap()
-                .to_vec::<f32>()
-                .unwrap()
+            invoke1("Dropout", &[&x], &[]).unwrap().to_vec::<f32>().unwrap()
         };
         // other tests draw from the global generator concurrently: retry a few times
         let same = (0..5).any(|_| run() == run());
@@ -249,10 +225,7 @@ mod tests {
         let a = run();
         random::seed(99);
         let _t = autograd::train_mode();
-        let b = invoke1("Dropout", &[&x], &[])
-            .unwrap()
-            .to_vec::<f32>()
-            .unwrap();
+        let b = invoke1("Dropout", &[&x], &[]).unwrap().to_vec::<f32>().unwrap();
         assert_ne!(a, b);
     }
 
@@ -287,10 +260,7 @@ mod tests {
     #[test]
     fn op_checks() {
         let x = NDArray::random_uniform(-1.0, 1.0, &[3, 4], DType::F64).unwrap();
-        OpChecker::new("Dropout", std::slice::from_ref(&x))
-            .attr("p", 0.0)
-            .run()
-            .unwrap();
+        OpChecker::new("Dropout", std::slice::from_ref(&x)).attr("p", 0.0).run().unwrap();
         OpChecker::new("Dropout", std::slice::from_ref(&x))
             .attr("p", 0.0)
             .attr("axes", AttrValue::Ints(vec![0]))
@@ -298,10 +268,7 @@ mod tests {
             .unwrap();
         let h = x.astype(DType::F16).unwrap();
         let y = invoke1("Dropout", &[&h], &[]).unwrap();
-        assert_eq!(
-            (y.dtype(), y.to_vec::<f32>().unwrap()),
-            (DType::F16, h.to_vec::<f32>().unwrap())
-        );
+        assert_eq!((y.dtype(), y.to_vec::<f32>().unwrap()), (DType::F16, h.to_vec::<f32>().unwrap()));
     }
 
     #[test]
@@ -310,11 +277,7 @@ mod tests {
         let outs = invoke(
             "Dropout",
             &[&x],
-            &[
-                ("p", 0.5.into()),
-                ("mode", "always".into()),
-                ("axes", AttrValue::Ints(vec![1])),
-            ],
+            &[("p", 0.5.into()), ("mode", "always".into()), ("axes", AttrValue::Ints(vec![1]))],
         )
         .unwrap();
         assert_eq!(outs[1].shape(), &[200, 1]);
@@ -329,21 +292,13 @@ mod tests {
     #[test]
     fn errors() {
         let x = data(4);
-        assert!(invoke1("Dropout", &[&x], &[("p", 1.5.into())])
-            .unwrap_err()
-            .to_string()
-            .contains("`p`"));
+        assert!(invoke1("Dropout", &[&x], &[("p", 1.5.into())]).unwrap_err().to_string().contains("`p`"));
         assert!(invoke1("Dropout", &[&x], &[("mode", "sometimes".into())]).is_err());
-        assert!(
-            invoke1("Dropout", &[&x], &[("axes", AttrValue::Ints(vec![3]))])
-                .unwrap_err()
-                .to_string()
-                .contains("axis 3")
-        );
-        let i = NDArray::from_vec(vec![1i32, 2], &[2]).unwrap();
-        assert!(invoke1("Dropout", &[&i], &[])
+        assert!(invoke1("Dropout", &[&x], &[("axes", AttrValue::Ints(vec![3]))])
             .unwrap_err()
             .to_string()
-            .contains("int32"));
+            .contains("axis 3"));
+        let i = NDArray::from_vec(vec![1i32, 2], &[2]).unwrap();
+        assert!(invoke1("Dropout", &[&i], &[]).unwrap_err().to_string().contains("int32"));
     }
 }

@@ -5,9 +5,7 @@ use super::mul;
 use super::softmax::{softmax_kernel, FastMath, Kind};
 use crate::ops::util::{call, store_slice};
 use crate::shape::Shape;
-use crate::{
-    registry, AttrValue, Element, Error, FloatElement, GradCtx, NDArray, OpContext, OpDef, Result,
-};
+use crate::{registry, AttrValue, Element, Error, FloatElement, GradCtx, NDArray, OpContext, OpDef, Result};
 
 /// Labels as class positions, checked against `classes`.
 fn class_ids(label: &NDArray, classes: usize) -> Result<Vec<usize>> {
@@ -37,10 +35,7 @@ fn forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<(
     {
         let mut logp = vec![T::zero(); x.len()];
         softmax_kernel(x, &mut logp, (batch, classes, 1), 1.0, Kind::LogSoftmax);
-        ids.iter()
-            .enumerate()
-            .map(|(r, &c)| -logp[r * classes + c].to_f64())
-            .sum()
+        ids.iter().enumerate().map(|(r, &c)| -logp[r * classes + c].to_f64()).sum()
     }
     crate::with_float_dtype!(data.dtype(), T => {
         let loss = total::<T>(data.as_slice::<T>()?, &ids, batch, classes);
@@ -60,10 +55,7 @@ fn grad(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
     let target = call(
         "one_hot",
         &[label],
-        &[
-            ("depth", AttrValue::Int(classes as i64)),
-            ("dtype", AttrValue::DType(data.dtype())),
-        ],
+        &[("depth", AttrValue::Int(classes as i64)), ("dtype", AttrValue::DType(data.dtype()))],
     )?;
     let diff = call("elemwise_sub", &[&p, &target], &[])?;
     Ok(vec![Some(mul(&diff, og)?), None])
@@ -132,18 +124,14 @@ mod tests {
     fn values_and_gradient() {
         let x = NDArray::random_uniform(-2.0, 2.0, &[4, 5], DType::F64).unwrap();
         let labels = [3usize, 0, 4, 1];
-        let l =
-            NDArray::from_vec(labels.iter().map(|v| *v as f64).collect::<Vec<_>>(), &[4]).unwrap();
+        let l = NDArray::from_vec(labels.iter().map(|v| *v as f64).collect::<Vec<_>>(), &[4]).unwrap();
         let y = invoke1("softmax_cross_entropy", &[&x, &l], &[]).unwrap();
         assert_eq!(y.shape(), &[1]);
         let want = reference(&x.to_vec().unwrap(), &labels, 5);
         assert!((y.to_scalar().unwrap() - want).abs() < 1e-12);
         let y32 = invoke1(
             "softmax_cross_entropy",
-            &[
-                &x.astype(DType::F32).unwrap(),
-                &l.astype(DType::I32).unwrap(),
-            ],
+            &[&x.astype(DType::F32).unwrap(), &l.astype(DType::I32).unwrap()],
             &[],
         )
         .unwrap();
@@ -151,25 +139,16 @@ mod tests {
         assert!((y32.to_scalar().unwrap() - want).abs() < 1e-5);
         let yh = invoke1(
             "softmax_cross_entropy",
-            &[
-                &x.astype(DType::BF16).unwrap(),
-                &l.astype(DType::F32).unwrap(),
-            ],
+            &[&x.astype(DType::BF16).unwrap(), &l.astype(DType::F32).unwrap()],
             &[],
         )
         .unwrap();
         assert!((yh.to_scalar().unwrap() - want).abs() < 0.1);
-        OpChecker::new("softmax_cross_entropy", &[x, l])
-            .no_grad(&[1])
-            .run()
-            .unwrap();
+        OpChecker::new("softmax_cross_entropy", &[x, l]).no_grad(&[1]).run().unwrap();
         // hand value: uniform logits over 4 classes give log(4) per row
         let u = NDArray::zeros(&[2, 4], DType::F32, crate::Device::Cpu).unwrap();
         let ul = NDArray::from_vec(vec![1.0f32, 2.], &[2]).unwrap();
-        let y = invoke1("softmax_cross_entropy", &[&u, &ul], &[])
-            .unwrap()
-            .to_scalar()
-            .unwrap();
+        let y = invoke1("softmax_cross_entropy", &[&u, &ul], &[]).unwrap().to_scalar().unwrap();
         assert!((y - 2.0 * 4f64.ln()).abs() < 1e-6);
     }
 
@@ -178,20 +157,13 @@ mod tests {
         let x = NDArray::zeros(&[2, 3], DType::F32, crate::Device::Cpu).unwrap();
         for bad in [3.0f32, -1.0, f32::NAN] {
             let l = NDArray::from_vec(vec![0.0f32, bad], &[2]).unwrap();
-            let e = invoke1("softmax_cross_entropy", &[&x, &l], &[])
-                .unwrap_err()
-                .to_string();
+            let e = invoke1("softmax_cross_entropy", &[&x, &l], &[]).unwrap_err().to_string();
             assert!(e.contains("label 1"), "{e}");
         }
         let l3 = NDArray::zeros(&[3], DType::F32, crate::Device::Cpu).unwrap();
-        let e = invoke1("softmax_cross_entropy", &[&x, &l3], &[])
-            .unwrap_err()
-            .to_string();
+        let e = invoke1("softmax_cross_entropy", &[&x, &l3], &[]).unwrap_err().to_string();
         assert!(e.contains("[3]") && e.contains("[2, 3]"), "{e}");
         let x1 = NDArray::zeros(&[3], DType::F32, crate::Device::Cpu).unwrap();
-        assert!(invoke1("softmax_cross_entropy", &[&x1, &l3], &[])
-            .unwrap_err()
-            .to_string()
-            .contains("2-d"));
+        assert!(invoke1("softmax_cross_entropy", &[&x1, &l3], &[]).unwrap_err().to_string().contains("2-d"));
     }
 }

@@ -23,13 +23,7 @@ pub(crate) fn register() {
 /// Applies an element-wise float function: `out = f(x)` under `req`, with the
 /// `f32` closure for f32/f16/bf16 (f32 slices vectorised through
 /// [`simd_math::map_f32`]) and the `f64` closure for f64.
-pub(super) fn map_float<F32, F64>(
-    x: &NDArray,
-    out: &NDArray,
-    req: Req,
-    f32f: F32,
-    f64f: F64,
-) -> Result<()>
+pub(super) fn map_float<F32, F64>(x: &NDArray, out: &NDArray, req: Req, f32f: F32, f64f: F64) -> Result<()>
 where
     F32: Fn(f32) -> f32 + Sync + Send + Copy,
     F64: Fn(f64) -> f64 + Sync + Send + Copy,
@@ -38,17 +32,8 @@ where
         return Ok(());
     }
     // An in-place call may hand the input's buffer as the output.
-    let x = if x.shares_storage(out) {
-        x.copy()?
-    } else {
-        x.clone()
-    };
-    fn run<T: Element>(
-        x: &NDArray,
-        out: &NDArray,
-        req: Req,
-        f: impl Fn(&[T], &mut [T]),
-    ) -> Result<()> {
+    let x = if x.shares_storage(out) { x.copy()? } else { x.clone() };
+    fn run<T: Element>(x: &NDArray, out: &NDArray, req: Req, f: impl Fn(&[T], &mut [T])) -> Result<()> {
         let xs = x.as_slice::<T>()?;
         if matches!(req, Req::Add) {
             let mut tmp = vec![T::zero(); xs.len()];
@@ -59,11 +44,7 @@ where
         }
         Ok(())
     }
-    fn half<T: FloatElement<Compute = f32>>(
-        xs: &[T],
-        out: &mut [T],
-        f: &(impl Fn(f32) -> f32 + Sync),
-    ) {
+    fn half<T: FloatElement<Compute = f32>>(xs: &[T], out: &mut [T], f: &(impl Fn(f32) -> f32 + Sync)) {
         for (o, v) in out.iter_mut().zip(xs) {
             *o = T::from_compute(f(v.to_compute()));
         }
@@ -73,19 +54,13 @@ where
         DType::F64 => run::<f64>(&x, out, req, |xs, o| simd_math::map_f64(xs, o, f64f)),
         DType::F16 => run::<half::f16>(&x, out, req, |xs, o| half(xs, o, &f32f)),
         DType::BF16 => run::<half::bf16>(&x, out, req, |xs, o| half(xs, o, &f32f)),
-        other => Err(Error::DType(format!(
-            "expected a floating-point dtype, got {other}"
-        ))),
+        other => Err(Error::DType(format!("expected a floating-point dtype, got {other}"))),
     }
 }
 
 /// `(outer, n, inner)` of `shape` around `axis`.
 pub(super) fn split_axis(shape: &[usize], axis: usize) -> (usize, usize, usize) {
-    (
-        shape[..axis].iter().product(),
-        shape[axis],
-        shape[axis + 1..].iter().product(),
-    )
+    (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product())
 }
 
 /// Shorthands for gradient rules.
@@ -123,12 +98,5 @@ pub(super) fn unary(name: &str, a: &NDArray) -> Result<NDArray> {
 
 /// `sum` over one axis, keeping it.
 pub(super) fn sum_keep(a: &NDArray, axis: i64) -> Result<NDArray> {
-    call(
-        "sum",
-        &[a],
-        &[
-            ("axis", AttrValue::Int(axis)),
-            ("keepdims", AttrValue::Bool(true)),
-        ],
-    )
+    call("sum", &[a], &[("axis", AttrValue::Int(axis)), ("keepdims", AttrValue::Bool(true))])
 }

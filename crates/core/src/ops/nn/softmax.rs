@@ -6,8 +6,7 @@ use crate::kernels::simd_math;
 use crate::ops::util::store_slice;
 use crate::shape::normalize_axis;
 use crate::{
-    registry, AttrKind, AttrSpec, Error, FloatElement, GradCtx, NDArray, OpContext, OpDef, Req,
-    Result,
+    registry, AttrKind, AttrSpec, Error, FloatElement, GradCtx, NDArray, OpContext, OpDef, Req, Result,
 };
 use num_traits::{Float, One, Zero};
 use rayon::prelude::*;
@@ -60,17 +59,10 @@ pub(super) fn temperature(attrs: &Attrs) -> Result<f64> {
     if matches!(s, "None" | "none" | "") {
         return Ok(1.0);
     }
-    let t: f64 = s.parse().map_err(|_| {
-        Error::attr(
-            "temperature",
-            format!("expected a number or None, got `{s}`"),
-        )
-    })?;
+    let t: f64 =
+        s.parse().map_err(|_| Error::attr("temperature", format!("expected a number or None, got `{s}`")))?;
     if !t.is_finite() || t == 0.0 {
-        return Err(Error::attr(
-            "temperature",
-            format!("must be finite and non-zero, got {t}"),
-        ));
+        return Err(Error::attr("temperature", format!("must be finite and non-zero, got {t}")));
     }
     Ok(t)
 }
@@ -79,10 +71,7 @@ pub(super) fn temperature(attrs: &Attrs) -> Result<f64> {
 fn lanes_max<C: Float>(v: &[C]) -> C {
     let mut acc = [C::neg_infinity(); 8];
     let chunks = v.chunks_exact(8);
-    let mut m = chunks
-        .remainder()
-        .iter()
-        .fold(C::neg_infinity(), |m, &z| if z > m { z } else { m });
+    let mut m = chunks.remainder().iter().fold(C::neg_infinity(), |m, &z| if z > m { z } else { m });
     for c in chunks {
         for i in 0..8 {
             acc[i] = if c[i] > acc[i] { c[i] } else { acc[i] };
@@ -116,11 +105,7 @@ where
     T::Compute: FastMath,
 {
     let mut buf = vec![T::Compute::zero(); n];
-    let mut ex = if kind == Kind::LogSoftmax {
-        vec![T::Compute::zero(); n]
-    } else {
-        Vec::new()
-    };
+    let mut ex = if kind == Kind::LogSoftmax { vec![T::Compute::zero(); n] } else { Vec::new() };
     for (xr, yr) in x.chunks_exact(n).zip(y.chunks_exact_mut(n)) {
         for (b, &v) in buf.iter_mut().zip(xr) {
             *b = v.to_compute() * scale;
@@ -147,25 +132,15 @@ where
 }
 
 /// Blocks of `n x inner` (the reduced axis has stride `inner`).
-fn blocks<T: FloatElement>(
-    x: &[T],
-    y: &mut [T],
-    n: usize,
-    inner: usize,
-    scale: T::Compute,
-    kind: Kind,
-) where
+fn blocks<T: FloatElement>(x: &[T], y: &mut [T], n: usize, inner: usize, scale: T::Compute, kind: Kind)
+where
     T::Compute: FastMath,
 {
     type C<T> = <T as FloatElement>::Compute;
     let mut mx = vec![C::<T>::neg_infinity(); inner];
     let mut acc = vec![C::<T>::zero(); inner];
     let mut buf = vec![C::<T>::zero(); n * inner];
-    let mut ex = if kind == Kind::LogSoftmax {
-        vec![C::<T>::zero(); n * inner]
-    } else {
-        Vec::new()
-    };
+    let mut ex = if kind == Kind::LogSoftmax { vec![C::<T>::zero(); n * inner] } else { Vec::new() };
     for (xb, yb) in x.chunks_exact(n * inner).zip(y.chunks_exact_mut(n * inner)) {
         mx.fill(C::<T>::neg_infinity());
         for (b, &v) in buf.iter_mut().zip(xb) {
@@ -250,11 +225,7 @@ pub(super) fn softmax_kernel<T: FloatElement>(
 
 fn scale_of(attrs: &Attrs, kind: Kind) -> Result<f64> {
     let t = temperature(attrs)?;
-    Ok(if kind == Kind::Softmin {
-        -1.0 / t
-    } else {
-        1.0 / t
-    })
+    Ok(if kind == Kind::Softmin { -1.0 / t } else { 1.0 / t })
 }
 
 fn forward(kind: Kind, ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<()> {
@@ -298,23 +269,14 @@ fn grad(kind: Kind, g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
             sub(og, &mul(&unary("exp", y)?, &s)?)?
         }
     };
-    let dx = if scale == 1.0 {
-        dz
-    } else {
-        scalar_op("_mul_scalar", &dz, scale)?
-    };
+    let dx = if scale == 1.0 { dz } else { scalar_op("_mul_scalar", &dz, scale)? };
     Ok(vec![Some(dx)])
 }
 
 fn def(kind: Kind, doc: &str) -> OpDef {
     OpDef::new(kind.name())
         .doc(doc)
-        .attr(AttrSpec::optional(
-            "axis",
-            AttrKind::Int,
-            -1i64,
-            "The axis to normalise over.",
-        ))
+        .attr(AttrSpec::optional("axis", AttrKind::Int, -1i64, "The axis to normalise over."))
         .attr(AttrSpec::optional(
             "temperature",
             AttrKind::Str,
@@ -360,9 +322,7 @@ mod tests {
         for o in 0..outer {
             for j in 0..inner {
                 let idx = |i: usize| o * n * inner + i * inner + j;
-                let m = (0..n)
-                    .map(|i| x[idx(i)] / t)
-                    .fold(f64::NEG_INFINITY, f64::max);
+                let m = (0..n).map(|i| x[idx(i)] / t).fold(f64::NEG_INFINITY, f64::max);
                 let s: f64 = (0..n).map(|i| (x[idx(i)] / t - m).exp()).sum();
                 for i in 0..n {
                     let z = x[idx(i)] / t - m;
@@ -376,36 +336,19 @@ mod tests {
     #[test]
     fn hand_values() {
         let x = NDArray::from_vec(vec![1.0f64, 2., 3.], &[3]).unwrap();
-        let y = invoke1("softmax", &[&x], &[])
-            .unwrap()
-            .to_vec::<f64>()
-            .unwrap();
+        let y = invoke1("softmax", &[&x], &[]).unwrap().to_vec::<f64>().unwrap();
         let e = [1f64.exp(), 2f64.exp(), 3f64.exp()];
         let s: f64 = e.iter().sum();
         for i in 0..3 {
             assert!((y[i] - e[i] / s).abs() < 1e-15);
         }
-        let l = invoke1("log_softmax", &[&x], &[])
-            .unwrap()
-            .to_vec::<f64>()
-            .unwrap();
+        let l = invoke1("log_softmax", &[&x], &[]).unwrap().to_vec::<f64>().unwrap();
         assert!((l[0] - (1.0 - s.ln())).abs() < 1e-14);
-        let m = invoke1("softmin", &[&x], &[])
-            .unwrap()
-            .to_vec::<f64>()
-            .unwrap();
-        assert!(
-            (m[2] - (-3f64).exp() / ((-1f64).exp() + (-2f64).exp() + (-3f64).exp())).abs() < 1e-15
-        );
+        let m = invoke1("softmin", &[&x], &[]).unwrap().to_vec::<f64>().unwrap();
+        assert!((m[2] - (-3f64).exp() / ((-1f64).exp() + (-2f64).exp() + (-3f64).exp())).abs() < 1e-15);
         // stable for huge inputs
         let big = NDArray::from_vec(vec![1000.0f32, 1000.0], &[2]).unwrap();
-        assert_eq!(
-            invoke1("softmax", &[&big], &[])
-                .unwrap()
-                .to_vec::<f32>()
-                .unwrap(),
-            vec![0.5, 0.5]
-        );
+        assert_eq!(invoke1("softmax", &[&big], &[]).unwrap().to_vec::<f32>().unwrap(), vec![0.5, 0.5]);
     }
 
     #[test]
@@ -415,28 +358,12 @@ mod tests {
         for axis in [-1i64, 0, 1, 2] {
             let a = normalize_axis(axis, 3).unwrap();
             let dims = split_axis(&[3, 4, 5], a);
-            for (t, tattr) in [
-                (1.0, AttrValue::None),
-                (2.5, AttrValue::Float(2.5)),
-                (0.5, "0.5".into()),
-            ] {
+            for (t, tattr) in [(1.0, AttrValue::None), (2.5, AttrValue::Float(2.5)), (0.5, "0.5".into())] {
                 for (name, log) in [("softmax", false), ("log_softmax", true)] {
-                    let y = invoke1(
-                        name,
-                        &[&x],
-                        &[("axis", axis.into()), ("temperature", tattr.clone())],
-                    )
-                    .unwrap();
+                    let y = invoke1(name, &[&x], &[("axis", axis.into()), ("temperature", tattr.clone())])
+                        .unwrap();
                     let want = reference(&xv, dims, t, log);
-                    crate::check::compare(
-                        name,
-                        "values",
-                        &y.to_vec().unwrap(),
-                        &want,
-                        1e-12,
-                        1e-14,
-                    )
-                    .unwrap();
+                    crate::check::compare(name, "values", &y.to_vec().unwrap(), &want, 1e-12, 1e-14).unwrap();
                     // f32 fast path
                     let y32 = invoke1(
                         name,
@@ -444,8 +371,7 @@ mod tests {
                         &[("axis", axis.into()), ("temperature", tattr.clone())],
                     )
                     .unwrap();
-                    crate::check::compare(name, "f32", &y32.to_vec().unwrap(), &want, 2e-6, 2e-6)
-                        .unwrap();
+                    crate::check::compare(name, "f32", &y32.to_vec().unwrap(), &want, 2e-6, 2e-6).unwrap();
                 }
             }
         }
@@ -492,19 +418,14 @@ mod tests {
             assert_close(&y, &want, 1e-2, 1e-2).unwrap();
         }
         let i = NDArray::from_vec(vec![1i32, 2], &[2]).unwrap();
-        assert!(invoke1("softmax", &[&i], &[])
-            .unwrap_err()
-            .to_string()
-            .contains("int32"));
+        assert!(invoke1("softmax", &[&i], &[]).unwrap_err().to_string().contains("int32"));
     }
 
     #[test]
     fn op_checks() {
         let x = NDArray::random_uniform(-2.0, 2.0, &[3, 4], DType::F64).unwrap();
         for name in ["softmax", "log_softmax", "softmin"] {
-            OpChecker::new(name, std::slice::from_ref(&x))
-                .run()
-                .unwrap();
+            OpChecker::new(name, std::slice::from_ref(&x)).run().unwrap();
             OpChecker::new(name, std::slice::from_ref(&x))
                 .attr("axis", 0i64)
                 .attr("temperature", 2.0)
@@ -512,27 +433,16 @@ mod tests {
                 .unwrap();
         }
         let x3 = NDArray::random_uniform(-2.0, 2.0, &[2, 3, 2], DType::F64).unwrap();
-        OpChecker::new("softmax", std::slice::from_ref(&x3))
-            .attr("axis", 1i64)
-            .run()
-            .unwrap();
-        OpChecker::new("log_softmax", &[x3])
-            .attr("axis", 1i64)
-            .attr("temperature", 0.7)
-            .run()
-            .unwrap();
+        OpChecker::new("softmax", std::slice::from_ref(&x3)).attr("axis", 1i64).run().unwrap();
+        OpChecker::new("log_softmax", &[x3]).attr("axis", 1i64).attr("temperature", 0.7).run().unwrap();
     }
 
     #[test]
     fn errors() {
         let x = NDArray::random_uniform(-2.0, 2.0, &[3, 4], DType::F32).unwrap();
-        let e = invoke1("softmax", &[&x], &[("axis", 2i64.into())])
-            .unwrap_err()
-            .to_string();
+        let e = invoke1("softmax", &[&x], &[("axis", 2i64.into())]).unwrap_err().to_string();
         assert!(e.contains("axis 2"), "{e}");
-        let e = invoke1("softmax", &[&x], &[("temperature", "hot".into())])
-            .unwrap_err()
-            .to_string();
+        let e = invoke1("softmax", &[&x], &[("temperature", "hot".into())]).unwrap_err().to_string();
         assert!(e.contains("temperature"), "{e}");
         assert!(invoke1("log_softmax", &[&x], &[("temperature", 0.0.into())]).is_err());
     }

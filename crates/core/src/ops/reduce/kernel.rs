@@ -365,18 +365,8 @@ impl Plan {
     /// where `mask` is true.
     pub(crate) fn new(shape: &[usize], mask: &[bool]) -> Plan {
         let strides = contiguous_strides(shape);
-        let count = shape
-            .iter()
-            .zip(mask)
-            .filter(|(_, m)| **m)
-            .map(|(d, _)| *d)
-            .product();
-        let out_len = shape
-            .iter()
-            .zip(mask)
-            .filter(|(_, m)| !**m)
-            .map(|(d, _)| *d)
-            .product();
+        let count = shape.iter().zip(mask).filter(|(_, m)| **m).map(|(d, _)| *d).product();
+        let out_len = shape.iter().zip(mask).filter(|(_, m)| !**m).map(|(d, _)| *d).product();
         let mut dims: Vec<(usize, isize, bool)> = Vec::with_capacity(shape.len());
         for ((&d, &s), &m) in shape.iter().zip(strides.iter()).zip(mask) {
             if d == 1 {
@@ -396,14 +386,7 @@ impl Plan {
         };
         let kept = Walk::new(dims.iter().filter(|d| !d.2).map(|d| (d.0, d.1)).collect());
         let red = Walk::new(dims.iter().filter(|d| d.2).map(|d| (d.0, d.1)).collect());
-        Plan {
-            kept,
-            red,
-            inner,
-            inner_reduced,
-            count,
-            out_len,
-        }
+        Plan { kept, red, inner, inner_reduced, count, out_len }
     }
 }
 
@@ -448,12 +431,7 @@ pub(crate) fn reduce<T: RNum, R: Reducer<T>>(
     }
 }
 
-fn run<T: RNum, R: Reducer<T>, const ADD: bool>(
-    r: &R,
-    x: &[T],
-    plan: &Plan,
-    out: &mut [T],
-) -> Result<()> {
+fn run<T: RNum, R: Reducer<T>, const ADD: bool>(r: &R, x: &[T], plan: &Plan, out: &mut [T]) -> Result<()> {
     if out.len() != plan.out_len {
         return Err(Error::Shape(format!(
             "reduction output holds {} elements, expected {}",
@@ -486,13 +464,11 @@ fn run<T: RNum, R: Reducer<T>, const ADD: bool>(
     let c = if plan.inner_reduced { 1 } else { plan.inner };
     if par && items >= 8 {
         let per = items.div_ceil(rayon::current_num_threads() * 4).max(1);
-        out.par_chunks_mut(per * c)
-            .enumerate()
-            .for_each(|(ci, oc)| {
-                for (j, o) in oc.chunks_mut(c).enumerate() {
-                    item::<T, R, ADD>(r, x, plan, ci * per + j, o, false);
-                }
-            });
+        out.par_chunks_mut(per * c).enumerate().for_each(|(ci, oc)| {
+            for (j, o) in oc.chunks_mut(c).enumerate() {
+                item::<T, R, ADD>(r, x, plan, ci * per + j, o, false);
+            }
+        });
     } else {
         for (i, o) in out.chunks_mut(c).enumerate() {
             item::<T, R, ADD>(r, x, plan, i, o, par);
@@ -523,10 +499,7 @@ fn item<T: RNum, R: Reducer<T>, const ADD: bool>(
             acc
         } else if nred == 1 {
             let row = &x[base..base + l];
-            let parts: Vec<R::A> = row
-                .par_chunks(ROW_PIECE)
-                .map(|c| reduce_row(r, c))
-                .collect();
+            let parts: Vec<R::A> = row.par_chunks(ROW_PIECE).map(|c| reduce_row(r, c)).collect();
             parts.into_iter().fold(r.init(), |a, b| r.merge(a, b))
         } else {
             let per = nred.div_ceil(64).max(1);
@@ -570,23 +543,14 @@ fn item<T: RNum, R: Reducer<T>, const ADD: bool>(
         return;
     }
     let want = rayon::current_num_threads() * 4;
-    let groups = if ntiles >= want {
-        1
-    } else {
-        want.div_ceil(ntiles).min(nred).max(1)
-    };
+    let groups = if ntiles >= want { 1 } else { want.div_ceil(ntiles).min(nred).max(1) };
     let per = nred.div_ceil(groups);
     let groups = nred.div_ceil(per);
     let parts: Vec<Vec<R::A>> = (0..ntiles * groups)
         .into_par_iter()
         .map(|u| {
             let (t, g) = (u / groups, u % groups);
-            tile_acc(
-                t * TILE,
-                ((t + 1) * TILE).min(l),
-                g * per,
-                ((g + 1) * per).min(nred),
-            )
+            tile_acc(t * TILE, ((t + 1) * TILE).min(l), g * per, ((g + 1) * per).min(nred))
         })
         .collect();
     for t in 0..ntiles {
@@ -619,9 +583,7 @@ pub(crate) fn arg_reduce<T: RNum>(
         return Ok(idx);
     }
     if n == 0 {
-        return Err(Error::Shape(
-            "cannot take argmax/argmin over an empty axis".into(),
-        ));
+        return Err(Error::Shape("cannot take argmax/argmin over an empty axis".into()));
     }
     let better = |v: T, best: T| -> bool {
         if best.nan() {
@@ -637,16 +599,9 @@ pub(crate) fn arg_reduce<T: RNum>(
         if post == 1 {
             // the extreme value with a vectorised pass, then its first position
             let row = &x[base..base + n];
-            let m = if is_max {
-                reduce_row(&Max, row)
-            } else {
-                reduce_row(&Min, row)
-            };
-            let pos = if m.nan() {
-                row.iter().position(|v| v.nan())
-            } else {
-                row.iter().position(|v| *v == m)
-            };
+            let m = if is_max { reduce_row(&Max, row) } else { reduce_row(&Min, row) };
+            let pos =
+                if m.nan() { row.iter().position(|v| v.nan()) } else { row.iter().position(|v| *v == m) };
             out[0] = pos.unwrap_or(0);
         } else {
             let mut bv: Vec<T> = x[base..base + post].to_vec();
@@ -663,9 +618,7 @@ pub(crate) fn arg_reduce<T: RNum>(
         }
     };
     if x.len() >= PAR_MIN && pre >= 2 {
-        idx.par_chunks_mut(post)
-            .enumerate()
-            .for_each(|(p, o)| block(p, o));
+        idx.par_chunks_mut(post).enumerate().for_each(|(p, o)| block(p, o));
     } else {
         for (p, o) in idx.chunks_mut(post).enumerate() {
             block(p, o);

@@ -21,8 +21,7 @@ mod tests;
 use crate::ops::util::{call, store};
 use crate::shape::{broadcast_strides, contiguous_strides, normalize_axis, numel, Shape};
 use crate::{
-    registry, AttrKind, AttrSpec, AttrValue, Attrs, DType, Element, Error, NDArray, OpDef, Req,
-    Result,
+    registry, AttrKind, AttrSpec, AttrValue, Attrs, DType, Element, Error, NDArray, OpDef, Req, Result,
 };
 use kernel::{Max, Min, Norm, Plan, Prod, RNum, Reducer, Sum};
 
@@ -54,9 +53,7 @@ pub(crate) fn reduce_mask(attrs: &Attrs, ndim: usize) -> Result<Vec<bool>> {
     for &a in axes {
         let n = normalize_axis(a, ndim)?;
         if mask[n] {
-            return Err(Error::Shape(format!(
-                "axis {a} appears more than once in {axes:?}"
-            )));
+            return Err(Error::Shape(format!("axis {a} appears more than once in {axes:?}")));
         }
         mask[n] = true;
     }
@@ -68,11 +65,7 @@ pub(crate) fn reduce_mask(attrs: &Attrs, ndim: usize) -> Result<Vec<bool>> {
 
 /// The input shape with reduced axes set to 1.
 fn keep_shape(shape: &[usize], mask: &[bool]) -> Vec<usize> {
-    shape
-        .iter()
-        .zip(mask)
-        .map(|(d, m)| if *m { 1 } else { *d })
-        .collect()
+    shape.iter().zip(mask).map(|(d, m)| if *m { 1 } else { *d }).collect()
 }
 
 /// The output shape of a reduction (MXNet 1.x: `(1,)` when nothing is left).
@@ -80,12 +73,7 @@ fn reduced_shape(shape: &[usize], mask: &[bool], keepdims: bool) -> Shape {
     if keepdims {
         return Shape::from_slice(&keep_shape(shape, mask));
     }
-    let out: Shape = shape
-        .iter()
-        .zip(mask)
-        .filter(|(_, m)| !**m)
-        .map(|(d, _)| *d)
-        .collect();
+    let out: Shape = shape.iter().zip(mask).filter(|(_, m)| !**m).map(|(d, _)| *d).collect();
     if out.is_empty() {
         Shape::from_slice(&[1])
     } else {
@@ -127,20 +115,12 @@ pub(crate) fn sum_to_shape(g: &NDArray, target: &[usize]) -> Result<NDArray> {
     let summed = if axes.is_empty() {
         g.clone()
     } else {
-        call(
-            "sum",
-            &[g],
-            &[("axis", AttrValue::Ints(axes)), ("keepdims", true.into())],
-        )?
+        call("sum", &[g], &[("axis", AttrValue::Ints(axes)), ("keepdims", true.into())])?
     };
     if summed.shape() == target {
         Ok(summed)
     } else {
-        call(
-            "_backward_reshape_to",
-            &[&summed],
-            &[("shape", ints_attr(target))],
-        )
+        call("_backward_reshape_to", &[&summed], &[("shape", ints_attr(target))])
     }
 }
 
@@ -155,19 +135,11 @@ fn broadcast_back(g: &NDArray, x_shape: &[usize], mask: &[bool]) -> Result<NDArr
     if keep.as_slice() == x_shape {
         Ok(gk)
     } else {
-        call(
-            "_backward_broadcast_to",
-            &[&gk],
-            &[("shape", ints_attr(x_shape))],
-        )
+        call("_backward_broadcast_to", &[&gk], &[("shape", ints_attr(x_shape))])
     }
 }
 
-fn reduce_infer(
-    attrs: &Attrs,
-    ins: &mut [Option<Shape>],
-    outs: &mut [Option<Shape>],
-) -> Result<()> {
+fn reduce_infer(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
     let Some(x) = &ins[0] else { return Ok(()) };
     let mask = reduce_mask(attrs, x.len())?;
     let out = reduced_shape(x, &mask, attrs.bool("keepdims")?);
@@ -186,13 +158,7 @@ fn reduce_infer(
 }
 
 fn run_kind<T: RNum>(kind: Kind, x: &[T], plan: &Plan, out: &mut [T], req: Req) -> Result<()> {
-    fn go<T: RNum, R: Reducer<T>>(
-        r: R,
-        x: &[T],
-        plan: &Plan,
-        out: &mut [T],
-        req: Req,
-    ) -> Result<()> {
+    fn go<T: RNum, R: Reducer<T>>(r: R, x: &[T], plan: &Plan, out: &mut [T], req: Req) -> Result<()> {
         kernel::reduce(&r, x, plan, out, req)
     }
     match kind {
@@ -210,10 +176,7 @@ fn norm_kind(attrs: &Attrs) -> Result<Kind> {
     match attrs.int("ord")? {
         1 => Ok(Kind::Norm1),
         2 => Ok(Kind::Norm2),
-        o => Err(Error::attr(
-            "ord",
-            format!("only ord=1 and ord=2 are supported, got {o}"),
-        )),
+        o => Err(Error::attr("ord", format!("only ord=1 and ord=2 are supported, got {o}"))),
     }
 }
 
@@ -251,12 +214,7 @@ fn reduce_def(name: &str, doc: &str) -> OpDef {
             AttrValue::None,
             "Axis or axes to reduce (negative counts from the end); None or () reduces all axes.",
         ))
-        .attr(AttrSpec::optional(
-            "keepdims",
-            AttrKind::Bool,
-            false,
-            "Keep reduced axes with length 1.",
-        ))
+        .attr(AttrSpec::optional("keepdims", AttrKind::Bool, false, "Keep reduced axes with length 1."))
         .attr(AttrSpec::optional(
             "exclude",
             AttrKind::Bool,
@@ -268,9 +226,7 @@ fn reduce_def(name: &str, doc: &str) -> OpDef {
 
 /// Numeric inputs only (bool rejected), output of the input's dtype.
 fn numeric_dtype(_: &Attrs, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
-    let dt = ins[0]
-        .or(outs[0])
-        .ok_or_else(|| Error::DType("no input dtype is known".into()))?;
+    let dt = ins[0].or(outs[0]).ok_or_else(|| Error::DType("no input dtype is known".into()))?;
     if dt == DType::Bool {
         return Err(Error::DType("reductions are not defined for bool".into()));
     }
@@ -279,13 +235,9 @@ fn numeric_dtype(_: &Attrs, ins: &mut [Option<DType>], outs: &mut [Option<DType>
 
 /// Float inputs only, output of the input's dtype.
 fn float_dtype(_: &Attrs, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
-    let dt = ins[0]
-        .or(outs[0])
-        .ok_or_else(|| Error::DType("no input dtype is known".into()))?;
+    let dt = ins[0].or(outs[0]).ok_or_else(|| Error::DType("no input dtype is known".into()))?;
     if !dt.is_float() {
-        return Err(Error::DType(format!(
-            "norm expects a floating-point input, got {dt}"
-        )));
+        return Err(Error::DType(format!("norm expects a floating-point input, got {dt}")));
     }
     crate::op::same_dtype(&Attrs::empty(), ins, outs)
 }
@@ -303,33 +255,15 @@ fn reduce_grad(kind: Kind, g: &crate::GradCtx) -> Result<Vec<Option<NDArray>>> {
     let dx = match kind {
         Kind::Sum => back(dy)?,
         Kind::Mean => {
-            let count: usize = x
-                .shape()
-                .iter()
-                .zip(&mask)
-                .filter(|(_, m)| **m)
-                .map(|(d, _)| *d)
-                .product();
-            back(&call(
-                "_div_scalar",
-                &[dy],
-                &[("scalar", (count as f64).into())],
-            )?)?
+            let count: usize = x.shape().iter().zip(&mask).filter(|(_, m)| **m).map(|(d, _)| *d).product();
+            back(&call("_div_scalar", &[dy], &[("scalar", (count as f64).into())])?)?
         }
-        Kind::Prod => call(
-            "elemwise_div",
-            &[&back(&call("elemwise_mul", &[dy, y], &[])?)?, x],
-            &[],
-        )?,
+        Kind::Prod => call("elemwise_div", &[&back(&call("elemwise_mul", &[dy, y], &[])?)?, x], &[])?,
         Kind::Max | Kind::Min => {
             let hit = call("_equal", &[x, &back(y)?], &[])?;
             call("elemwise_mul", &[&back(dy)?, &hit], &[])?
         }
-        Kind::Norm2 => call(
-            "elemwise_mul",
-            &[x, &back(&call("elemwise_div", &[dy, y], &[])?)?],
-            &[],
-        )?,
+        Kind::Norm2 => call("elemwise_mul", &[x, &back(&call("elemwise_div", &[dy, y], &[])?)?], &[])?,
         Kind::Norm1 => {
             let pos = call("_greater_scalar", &[x], &[("scalar", 0.0.into())])?;
             let neg = call("_lesser_scalar", &[x], &[("scalar", 0.0.into())])?;
@@ -342,24 +276,14 @@ fn reduce_grad(kind: Kind, g: &crate::GradCtx) -> Result<Vec<Option<NDArray>>> {
 
 fn register_reductions() {
     let plain: [(&str, &[&str], Kind, &str); 5] = [
-        (
-            "sum",
-            &["sum_axis"],
-            Kind::Sum,
-            "Sum of the elements over the given axes.",
-        ),
+        ("sum", &["sum_axis"], Kind::Sum, "Sum of the elements over the given axes."),
         (
             "mean",
             &[],
             Kind::Mean,
             "Mean of the elements over the given axes (integer division for integers).",
         ),
-        (
-            "prod",
-            &[],
-            Kind::Prod,
-            "Product of the elements over the given axes.",
-        ),
+        ("prod", &[], Kind::Prod, "Product of the elements over the given axes."),
         (
             "max",
             &["max_axis"],
@@ -387,24 +311,14 @@ fn register_reductions() {
     registry::register(
         OpDef::new("norm")
             .doc("The L2 (ord=2, default) or L1 (ord=1) norm over the given axes (all by default).")
-            .attr(AttrSpec::optional(
-                "ord",
-                AttrKind::Int,
-                2i64,
-                "Order of the norm: 1 or 2.",
-            ))
+            .attr(AttrSpec::optional("ord", AttrKind::Int, 2i64, "Order of the norm: 1 or 2."))
             .attr(AttrSpec::optional(
                 "axis",
                 AttrKind::OptInts,
                 AttrValue::None,
                 "Axis or axes to reduce (negative counts from the end); None reduces all axes.",
             ))
-            .attr(AttrSpec::optional(
-                "keepdims",
-                AttrKind::Bool,
-                false,
-                "Keep reduced axes with length 1.",
-            ))
+            .attr(AttrSpec::optional("keepdims", AttrKind::Bool, false, "Keep reduced axes with length 1."))
             .infer_shape(|attrs, ins, outs| {
                 norm_kind(attrs)?;
                 reduce_infer(attrs, ins, outs)
@@ -424,21 +338,12 @@ fn arg_layout(shape: &[usize], axis: Option<i64>) -> Result<(usize, usize, usize
         None => Ok((1, numel(shape), 1, None)),
         Some(a) => {
             let ax = normalize_axis(a, shape.len())?;
-            Ok((
-                numel(&shape[..ax]),
-                shape[ax],
-                numel(&shape[ax + 1..]),
-                Some(ax),
-            ))
+            Ok((numel(&shape[..ax]), shape[ax], numel(&shape[ax + 1..]), Some(ax)))
         }
     }
 }
 
-fn arg_infer_shape(
-    attrs: &Attrs,
-    ins: &mut [Option<Shape>],
-    outs: &mut [Option<Shape>],
-) -> Result<()> {
+fn arg_infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
     let Some(x) = &ins[0] else { return Ok(()) };
     let keepdims = attrs.bool("keepdims")?;
     let out: Shape = match arg_layout(x, attrs.opt_int("axis")?)?.3 {
@@ -461,11 +366,7 @@ fn arg_infer_type(_: &Attrs, ins: &mut [Option<DType>], outs: &mut [Option<DType
     outs[0] = Some(match dt {
         d if d.is_float() => d,
         d if d.is_int() => DType::I64,
-        d => {
-            return Err(Error::DType(format!(
-                "argmax/argmin are not defined for {d}"
-            )))
-        }
+        d => return Err(Error::DType(format!("argmax/argmin are not defined for {d}"))),
     });
     Ok(())
 }
@@ -528,7 +429,9 @@ fn shape_attr(attrs: &Attrs) -> Result<Vec<usize>> {
 fn register_helpers() {
     registry::register(
         OpDef::new("_backward_reshape_to")
-            .doc("Hidden gradient helper: reshapes to exactly `shape` (no codes). Its gradient reshapes back.")
+            .doc(
+                "Hidden gradient helper: reshapes to exactly `shape` (no codes). Its gradient reshapes back.",
+            )
             .attr(AttrSpec::required("shape", AttrKind::Ints, "The target shape."))
             .infer_shape(|attrs, ins, outs| {
                 let shape = shape_attr(attrs)?;
@@ -545,7 +448,11 @@ fn register_helpers() {
                 store(ctx.req[0], &outs[0], &v)
             })
             .grad_rule(|g| {
-                let back = call("_backward_reshape_to", &[&g.out_grads[0]], &[("shape", ints_attr(g.inputs[0].shape()))])?;
+                let back = call(
+                    "_backward_reshape_to",
+                    &[&g.out_grads[0]],
+                    &[("shape", ints_attr(g.inputs[0].shape()))],
+                )?;
                 Ok(vec![Some(back)])
             }),
     );

@@ -14,26 +14,15 @@ fn numel(s: &[usize]) -> usize {
 fn distinct(n: usize) -> Vec<f64> {
     (0..n)
         .map(|i| {
-            (if i % 3 == 1 { -1.0 } else { 1.0 })
-                * (0.5 + ((i as f64) * 0.618).fract() + i as f64 * 1e-3)
+            (if i % 3 == 1 { -1.0 } else { 1.0 }) * (0.5 + ((i as f64) * 0.618).fract() + i as f64 * 1e-3)
         })
         .collect()
 }
 
 /// Reference reduction with plain loops: groups the elements of a row-major
 /// array by their position on the kept axes.
-fn reference(
-    data: &[f64],
-    shape: &[usize],
-    reduced: &[bool],
-    f: impl Fn(&[f64]) -> f64,
-) -> Vec<f64> {
-    let out_len: usize = shape
-        .iter()
-        .zip(reduced)
-        .filter(|(_, r)| !**r)
-        .map(|(d, _)| *d)
-        .product();
+fn reference(data: &[f64], shape: &[usize], reduced: &[bool], f: impl Fn(&[f64]) -> f64) -> Vec<f64> {
+    let out_len: usize = shape.iter().zip(reduced).filter(|(_, r)| !**r).map(|(d, _)| *d).product();
     let mut groups = vec![Vec::new(); out_len];
     for (lin, v) in data.iter().enumerate() {
         let mut idx = vec![0; shape.len()];
@@ -60,9 +49,7 @@ fn reducers() -> Vec<(&'static str, F)> {
         ("sum", |g| g.iter().sum()),
         ("mean", |g| g.iter().sum::<f64>() / g.len() as f64),
         ("prod", |g| g.iter().product()),
-        ("max", |g| {
-            g.iter().cloned().fold(f64::NEG_INFINITY, f64::max)
-        }),
+        ("max", |g| g.iter().cloned().fold(f64::NEG_INFINITY, f64::max)),
         ("min", |g| g.iter().cloned().fold(f64::INFINITY, f64::min)),
     ]
 }
@@ -70,60 +57,15 @@ fn reducers() -> Vec<(&'static str, F)> {
 /// (shape, axis attribute, exclude, reduced mask)
 fn cases() -> Vec<(Vec<usize>, AttrValue, bool, Vec<bool>)> {
     vec![
-        (
-            vec![2, 3, 4],
-            AttrValue::None,
-            false,
-            vec![true, true, true],
-        ),
-        (
-            vec![2, 3, 4],
-            AttrValue::Ints(vec![]),
-            false,
-            vec![true, true, true],
-        ),
-        (
-            vec![2, 3, 4],
-            AttrValue::Int(1),
-            false,
-            vec![false, true, false],
-        ),
-        (
-            vec![2, 3, 4],
-            AttrValue::Int(-1),
-            false,
-            vec![false, false, true],
-        ),
-        (
-            vec![2, 3, 4],
-            AttrValue::Ints(vec![0, 2]),
-            false,
-            vec![true, false, true],
-        ),
-        (
-            vec![2, 3, 4],
-            AttrValue::Ints(vec![0]),
-            false,
-            vec![true, false, false],
-        ),
-        (
-            vec![2, 3, 4],
-            AttrValue::Ints(vec![1]),
-            true,
-            vec![true, false, true],
-        ),
-        (
-            vec![2, 3, 4],
-            AttrValue::Ints(vec![0, -1]),
-            true,
-            vec![false, true, false],
-        ),
-        (
-            vec![3, 1, 2, 2],
-            AttrValue::Ints(vec![1, 3]),
-            false,
-            vec![false, true, false, true],
-        ),
+        (vec![2, 3, 4], AttrValue::None, false, vec![true, true, true]),
+        (vec![2, 3, 4], AttrValue::Ints(vec![]), false, vec![true, true, true]),
+        (vec![2, 3, 4], AttrValue::Int(1), false, vec![false, true, false]),
+        (vec![2, 3, 4], AttrValue::Int(-1), false, vec![false, false, true]),
+        (vec![2, 3, 4], AttrValue::Ints(vec![0, 2]), false, vec![true, false, true]),
+        (vec![2, 3, 4], AttrValue::Ints(vec![0]), false, vec![true, false, false]),
+        (vec![2, 3, 4], AttrValue::Ints(vec![1]), true, vec![true, false, true]),
+        (vec![2, 3, 4], AttrValue::Ints(vec![0, -1]), true, vec![false, true, false]),
+        (vec![3, 1, 2, 2], AttrValue::Ints(vec![1, 3]), false, vec![false, true, false, true]),
         (vec![5], AttrValue::Int(0), false, vec![true]),
         (vec![], AttrValue::None, false, vec![]),
     ]
@@ -131,18 +73,9 @@ fn cases() -> Vec<(Vec<usize>, AttrValue, bool, Vec<bool>)> {
 
 fn out_shape(shape: &[usize], mask: &[bool], keepdims: bool) -> Vec<usize> {
     if keepdims {
-        return shape
-            .iter()
-            .zip(mask)
-            .map(|(d, m)| if *m { 1 } else { *d })
-            .collect();
+        return shape.iter().zip(mask).map(|(d, m)| if *m { 1 } else { *d }).collect();
     }
-    let s: Vec<usize> = shape
-        .iter()
-        .zip(mask)
-        .filter(|(_, m)| !**m)
-        .map(|(d, _)| *d)
-        .collect();
+    let s: Vec<usize> = shape.iter().zip(mask).filter(|(_, m)| !**m).map(|(d, _)| *d).collect();
     if s.is_empty() {
         vec![1]
     } else {
@@ -162,11 +95,7 @@ fn forward_matches_loops() {
                     let out = invoke1(
                         name,
                         &[&x],
-                        &[
-                            ("axis", axis.clone()),
-                            ("keepdims", keepdims.into()),
-                            ("exclude", exclude.into()),
-                        ],
+                        &[("axis", axis.clone()), ("keepdims", keepdims.into()), ("exclude", exclude.into())],
                     )
                     .unwrap();
                     assert_eq!(
@@ -189,24 +118,15 @@ fn forward_matches_loops() {
     // MXNet names and a string-typed axis as from Python
     let x = arr(vec![1.0, 5.0, 3.0, 2.0], &[2, 2]);
     assert_eq!(
-        invoke1("sum_axis", &[&x], &[("axis", "1".into())])
-            .unwrap()
-            .to_vec::<f64>()
-            .unwrap(),
+        invoke1("sum_axis", &[&x], &[("axis", "1".into())]).unwrap().to_vec::<f64>().unwrap(),
         vec![6.0, 5.0]
     );
     assert_eq!(
-        invoke1("max_axis", &[&x], &[("axis", "(0,)".into())])
-            .unwrap()
-            .to_vec::<f64>()
-            .unwrap(),
+        invoke1("max_axis", &[&x], &[("axis", "(0,)".into())]).unwrap().to_vec::<f64>().unwrap(),
         vec![3.0, 5.0]
     );
     assert_eq!(
-        invoke1("min_axis", &[&x], &[("axis", "-1".into())])
-            .unwrap()
-            .to_vec::<f64>()
-            .unwrap(),
+        invoke1("min_axis", &[&x], &[("axis", "-1".into())]).unwrap().to_vec::<f64>().unwrap(),
         vec![1.0, 2.0]
     );
     let all = invoke1("sum", &[&x], &[]).unwrap();
@@ -225,9 +145,7 @@ fn gradients() {
                     .attr("keepdims", keepdims)
                     .attr("exclude", exclude)
                     .run()
-                    .unwrap_or_else(|e| {
-                        panic!("{name} {shape:?} {axis:?} keepdims={keepdims}: {e}")
-                    });
+                    .unwrap_or_else(|e| panic!("{name} {shape:?} {axis:?} keepdims={keepdims}: {e}"));
             }
         }
     }
@@ -243,10 +161,7 @@ fn max_ties_share_the_gradient() {
     };
     assert_eq!(y.to_vec::<f64>().unwrap(), vec![3.0, 2.0]);
     y.backward().unwrap();
-    assert_eq!(
-        x.grad().unwrap().to_vec::<f64>().unwrap(),
-        vec![0.0, 1.0, 1.0, 1.0, 0.0, 1.0]
-    );
+    assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![0.0, 1.0, 1.0, 1.0, 0.0, 1.0]);
 }
 
 #[test]
@@ -262,26 +177,11 @@ fn integer_reductions() {
     assert_eq!(run("min", 0).to_vec::<i32>().unwrap(), vec![3, -7, -1]);
     assert_eq!(run("mean", 1).to_vec::<i32>().unwrap(), vec![0, 4]);
     let u = NDArray::from_vec(vec![200u8, 100, 7], &[3]).unwrap();
-    assert_eq!(
-        invoke1("sum", &[&u], &[]).unwrap().to_vec::<u8>().unwrap(),
-        vec![51]
-    ); // wraps like uint8
+    assert_eq!(invoke1("sum", &[&u], &[]).unwrap().to_vec::<u8>().unwrap(), vec![51]); // wraps like uint8
     let l = NDArray::from_vec(vec![(1i64 << 60) + 1, 1], &[2]).unwrap();
     // (read back exactly: to_vec converts through f64)
-    assert_eq!(
-        invoke1("sum", &[&l], &[])
-            .unwrap()
-            .as_slice::<i64>()
-            .unwrap(),
-        &[(1i64 << 60) + 2]
-    );
-    assert_eq!(
-        invoke1("max", &[&l], &[])
-            .unwrap()
-            .as_slice::<i64>()
-            .unwrap(),
-        &[(1i64 << 60) + 1]
-    );
+    assert_eq!(invoke1("sum", &[&l], &[]).unwrap().as_slice::<i64>().unwrap(), &[(1i64 << 60) + 2]);
+    assert_eq!(invoke1("max", &[&l], &[]).unwrap().as_slice::<i64>().unwrap(), &[(1i64 << 60) + 1]);
 }
 
 #[test]
@@ -289,59 +189,26 @@ fn empty_and_bad_inputs() {
     let e = NDArray::zeros(&[0, 3], DType::F32, Device::Cpu).unwrap();
     let s = invoke1("sum", &[&e], &[("axis", 0.into())]).unwrap();
     assert_eq!(s.to_vec::<f32>().unwrap(), vec![0.0; 3]);
-    assert_eq!(
-        invoke1("prod", &[&e], &[("axis", 0.into())])
-            .unwrap()
-            .to_vec::<f32>()
-            .unwrap(),
-        vec![1.0; 3]
-    );
-    assert_eq!(
-        invoke1("sum", &[&e], &[]).unwrap().to_vec::<f32>().unwrap(),
-        vec![0.0]
-    );
-    assert_eq!(
-        invoke1("sum", &[&e], &[("axis", 1.into())])
-            .unwrap()
-            .shape(),
-        &[0]
-    );
-    assert!(invoke1("mean", &[&e], &[])
-        .unwrap()
-        .to_scalar()
-        .unwrap()
-        .is_nan());
-    let err = invoke("max", &[&e], &[("axis", 0.into())])
-        .unwrap_err()
-        .to_string();
+    assert_eq!(invoke1("prod", &[&e], &[("axis", 0.into())]).unwrap().to_vec::<f32>().unwrap(), vec![1.0; 3]);
+    assert_eq!(invoke1("sum", &[&e], &[]).unwrap().to_vec::<f32>().unwrap(), vec![0.0]);
+    assert_eq!(invoke1("sum", &[&e], &[("axis", 1.into())]).unwrap().shape(), &[0]);
+    assert!(invoke1("mean", &[&e], &[]).unwrap().to_scalar().unwrap().is_nan());
+    let err = invoke("max", &[&e], &[("axis", 0.into())]).unwrap_err().to_string();
     assert!(err.contains("empty"), "{err}");
     assert!(invoke("min", &[&e], &[]).is_err());
     assert!(invoke("argmax", &[&e], &[("axis", 0.into())]).is_err());
     // max over a non-empty axis of an array with an empty kept axis is fine
-    assert_eq!(
-        invoke1("max", &[&e], &[("axis", 1.into())])
-            .unwrap()
-            .shape(),
-        &[0]
-    );
+    assert_eq!(invoke1("max", &[&e], &[("axis", 1.into())]).unwrap().shape(), &[0]);
 
     let x = arr(vec![1.0; 6], &[2, 3]);
-    let err = invoke("sum", &[&x], &[("axis", 2.into())])
-        .unwrap_err()
-        .to_string();
+    let err = invoke("sum", &[&x], &[("axis", 2.into())]).unwrap_err().to_string();
     assert!(err.contains("axis 2") && err.contains("rank 2"), "{err}");
-    let err = invoke("mean", &[&x], &[("axis", (-3).into())])
-        .unwrap_err()
-        .to_string();
+    let err = invoke("mean", &[&x], &[("axis", (-3).into())]).unwrap_err().to_string();
     assert!(err.contains("axis -3"), "{err}");
-    let err = invoke("sum", &[&x], &[("axis", AttrValue::Ints(vec![1, -1]))])
-        .unwrap_err()
-        .to_string();
+    let err = invoke("sum", &[&x], &[("axis", AttrValue::Ints(vec![1, -1]))]).unwrap_err().to_string();
     assert!(err.contains("more than once"), "{err}");
     assert!(invoke("argmax", &[&x], &[("axis", 5.into())]).is_err());
-    let err = invoke("norm", &[&x], &[("ord", 3.into())])
-        .unwrap_err()
-        .to_string();
+    let err = invoke("norm", &[&x], &[("ord", 3.into())]).unwrap_err().to_string();
     assert!(err.contains("ord"), "{err}");
     let b = NDArray::zeros(&[2], DType::Bool, Device::Cpu).unwrap();
     assert!(invoke("sum", &[&b], &[]).is_err());
@@ -352,25 +219,15 @@ fn empty_and_bad_inputs() {
 
 #[test]
 fn argmax_argmin() {
-    let v = vec![
-        1.0, 7.0, 7.0, -2.0, 4.0, -2.0, 0.5, 9.0, 3.0, 3.0, -5.0, 8.0,
-    ];
+    let v = vec![1.0, 7.0, 7.0, -2.0, 4.0, -2.0, 0.5, 9.0, 3.0, 3.0, -5.0, 8.0];
     let x = arr(v.clone(), &[2, 2, 3]);
     let amax = invoke1("argmax", &[&x], &[("axis", 2.into())]).unwrap();
     assert_eq!(amax.dtype(), DType::F64);
     assert_eq!(amax.shape(), &[2, 2]);
     assert_eq!(amax.to_vec::<f64>().unwrap(), vec![1.0, 1.0, 1.0, 2.0]); // ties go to the first
-    let amin = invoke1(
-        "argmin",
-        &[&x],
-        &[("axis", 1.into()), ("keepdims", true.into())],
-    )
-    .unwrap();
+    let amin = invoke1("argmin", &[&x], &[("axis", 1.into()), ("keepdims", true.into())]).unwrap();
     assert_eq!(amin.shape(), &[2, 1, 3]);
-    assert_eq!(
-        amin.to_vec::<f64>().unwrap(),
-        vec![1.0, 1.0, 1.0, 0.0, 1.0, 0.0]
-    );
+    assert_eq!(amin.to_vec::<f64>().unwrap(), vec![1.0, 1.0, 1.0, 0.0, 1.0, 0.0]);
     let flat = invoke1("argmax", &[&x], &[]).unwrap();
     assert_eq!(flat.shape(), &[1]);
     assert_eq!(flat.to_vec::<f64>().unwrap(), vec![7.0]);
@@ -378,29 +235,15 @@ fn argmax_argmin() {
     assert_eq!(flat_k.shape(), &[1, 1, 1]);
     assert_eq!(flat_k.to_vec::<f64>().unwrap(), vec![10.0]);
     let x32 = x.astype(DType::F32).unwrap();
-    assert_eq!(
-        invoke1("argmax", &[&x32], &[("axis", 0.into())])
-            .unwrap()
-            .dtype(),
-        DType::F32
-    );
+    assert_eq!(invoke1("argmax", &[&x32], &[("axis", 0.into())]).unwrap().dtype(), DType::F32);
     let xi = x.astype(DType::I32).unwrap();
     let ai = invoke1("argmax", &[&xi], &[("axis", (-1).into())]).unwrap();
     assert_eq!(ai.dtype(), DType::I64);
     assert_eq!(ai.to_vec::<i64>().unwrap(), vec![1, 1, 1, 2]);
     let nan = arr(vec![1.0, f64::NAN, 3.0], &[3]);
-    assert_eq!(
-        invoke1("argmax", &[&nan], &[])
-            .unwrap()
-            .to_scalar()
-            .unwrap(),
-        1.0
-    );
+    assert_eq!(invoke1("argmax", &[&nan], &[]).unwrap().to_scalar().unwrap(), 1.0);
     let d = arr(distinct(12), &[2, 2, 3]);
-    OpChecker::new("argmax", std::slice::from_ref(&d))
-        .attr("axis", 1)
-        .run()
-        .unwrap();
+    OpChecker::new("argmax", std::slice::from_ref(&d)).attr("axis", 1).run().unwrap();
     OpChecker::new("argmin", &[d]).run().unwrap();
 }
 
@@ -420,19 +263,13 @@ fn norms() {
             let want = reference(&data, &shape, &mask, f);
             for keepdims in [false, true] {
                 let x = arr(data.clone(), &shape);
-                let attrs = [
-                    ("ord", AttrValue::Int(ord)),
-                    ("axis", axis.clone()),
-                    ("keepdims", keepdims.into()),
-                ];
+                let attrs =
+                    [("ord", AttrValue::Int(ord)), ("axis", axis.clone()), ("keepdims", keepdims.into())];
                 let out = invoke1("norm", &[&x], &attrs).unwrap();
                 assert_eq!(out.shape(), out_shape(&shape, &mask, keepdims).as_slice());
                 let got = out.to_vec::<f64>().unwrap();
                 for (g, w) in got.iter().zip(&want) {
-                    assert!(
-                        (g - w).abs() < 1e-12,
-                        "norm ord={ord} {axis:?}: {got:?} vs {want:?}"
-                    );
+                    assert!((g - w).abs() < 1e-12, "norm ord={ord} {axis:?}: {got:?} vs {want:?}");
                 }
                 OpChecker::new("norm", &[x])
                     .attr("ord", ord)
@@ -452,26 +289,15 @@ fn norms() {
 #[test]
 fn half_precision_and_f32_accuracy() {
     for dt in [DType::F16, DType::BF16] {
-        let x = arr(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])
-            .astype(dt)
-            .unwrap();
+        let x = arr(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).astype(dt).unwrap();
         let s = invoke1("sum", &[&x], &[("axis", 0.into())]).unwrap();
         assert_eq!(s.dtype(), dt);
         assert_eq!(s.to_vec::<f64>().unwrap(), vec![5.0, 7.0, 9.0]);
         assert_eq!(
-            invoke1("max", &[&x], &[("axis", 1.into())])
-                .unwrap()
-                .to_vec::<f64>()
-                .unwrap(),
+            invoke1("max", &[&x], &[("axis", 1.into())]).unwrap().to_vec::<f64>().unwrap(),
             vec![3.0, 6.0]
         );
-        assert_eq!(
-            invoke1("mean", &[&x], &[])
-                .unwrap()
-                .to_vec::<f64>()
-                .unwrap(),
-            vec![3.5]
-        );
+        assert_eq!(invoke1("mean", &[&x], &[]).unwrap().to_vec::<f64>().unwrap(), vec![3.5]);
     }
     // f32 sums accumulate in f64: a million 0.1s stay accurate
     let n = 1_000_000;
@@ -495,18 +321,14 @@ fn large_arrays_all_paths() {
     ];
     for (shape, axes) in cases {
         let n = numel(&shape);
-        let data: Vec<f64> = (0..n)
-            .map(|i| ((i * 7919) % 1000) as f64 * 0.01 - 5.0)
-            .collect();
+        let data: Vec<f64> = (0..n).map(|i| ((i * 7919) % 1000) as f64 * 0.01 - 5.0).collect();
         let mut mask = vec![false; shape.len()];
         for a in &axes {
             mask[*a as usize] = true;
         }
         for (name, f) in [
             ("sum", (|g: &[f64]| g.iter().sum()) as F),
-            ("max", |g| {
-                g.iter().cloned().fold(f64::NEG_INFINITY, f64::max)
-            }),
+            ("max", |g| g.iter().cloned().fold(f64::NEG_INFINITY, f64::max)),
         ] {
             let want = reference(&data, &shape, &mask, f);
             let x = arr(data.clone(), &shape).astype(DType::F32).unwrap();
@@ -520,35 +342,19 @@ fn large_arrays_all_paths() {
             }
             // req = add
             let op = registry::get(name).unwrap();
-            let attrs = op
-                .parse_attrs(&[("axis", AttrValue::Ints(axes.clone()))])
-                .unwrap();
+            let attrs = op.parse_attrs(&[("axis", AttrValue::Ints(axes.clone()))]).unwrap();
             let acc = NDArray::ones(out.shape(), DType::F32, Device::Cpu).unwrap();
-            crate::invoke_into(&op, &[&x], &attrs, std::slice::from_ref(&acc), &[Req::Add])
-                .unwrap();
+            crate::invoke_into(&op, &[&x], &attrs, std::slice::from_ref(&acc), &[Req::Add]).unwrap();
             for (g, w) in acc.to_vec::<f64>().unwrap().iter().zip(&want) {
-                assert!(
-                    (g - (w + 1.0)).abs() <= 1e-5 * (1.0 + w.abs()),
-                    "{name} add {shape:?} {axes:?}"
-                );
+                assert!((g - (w + 1.0)).abs() <= 1e-5 * (1.0 + w.abs()), "{name} add {shape:?} {axes:?}");
             }
-            let xi = arr(data.iter().map(|v| (v * 100.0).round()).collect(), &shape)
-                .astype(DType::I32)
-                .unwrap();
+            let xi =
+                arr(data.iter().map(|v| (v * 100.0).round()).collect(), &shape).astype(DType::I32).unwrap();
             let wi = reference(&xi.to_vec::<f64>().unwrap(), &shape, &mask, f);
             let gi = invoke1(name, &[&xi], &[("axis", AttrValue::Ints(axes.clone()))]).unwrap();
-            assert_eq!(
-                gi.to_vec::<f64>().unwrap(),
-                wi,
-                "{name} int32 {shape:?} {axes:?}"
-            );
+            assert_eq!(gi.to_vec::<f64>().unwrap(), wi, "{name} int32 {shape:?} {axes:?}");
         }
-        let amax = invoke1(
-            "argmax",
-            &[&arr(data.clone(), &shape)],
-            &[("axis", axes[0].into())],
-        )
-        .unwrap();
+        let amax = invoke1("argmax", &[&arr(data.clone(), &shape)], &[("axis", axes[0].into())]).unwrap();
         let ax = axes[0] as usize;
         let (pre, len, post) = (numel(&shape[..ax]), shape[ax], numel(&shape[ax + 1..]));
         let got = amax.to_vec::<f64>().unwrap();
@@ -569,31 +375,16 @@ fn large_arrays_all_paths() {
 #[test]
 fn hidden_helpers() {
     let x = arr(distinct(6), &[2, 3]);
-    let r = invoke1(
-        "_backward_reshape_to",
-        &[&x],
-        &[("shape", AttrValue::Ints(vec![3, 1, 2]))],
-    )
-    .unwrap();
+    let r = invoke1("_backward_reshape_to", &[&x], &[("shape", AttrValue::Ints(vec![3, 1, 2]))]).unwrap();
     assert_eq!(r.shape(), &[3, 1, 2]);
     assert_eq!(r.to_vec::<f64>().unwrap(), x.to_vec::<f64>().unwrap());
     OpChecker::new("_backward_reshape_to", std::slice::from_ref(&x))
         .attr("shape", AttrValue::Ints(vec![6]))
         .run()
         .unwrap();
-    assert!(invoke(
-        "_backward_reshape_to",
-        &[&x],
-        &[("shape", AttrValue::Ints(vec![4]))]
-    )
-    .is_err());
+    assert!(invoke("_backward_reshape_to", &[&x], &[("shape", AttrValue::Ints(vec![4]))]).is_err());
     let b = arr(distinct(3), &[3, 1]);
-    let bb = invoke1(
-        "_backward_broadcast_to",
-        &[&b],
-        &[("shape", AttrValue::Ints(vec![2, 3, 4]))],
-    )
-    .unwrap();
+    let bb = invoke1("_backward_broadcast_to", &[&b], &[("shape", AttrValue::Ints(vec![2, 3, 4]))]).unwrap();
     let bv = b.to_vec::<f64>().unwrap();
     let want: Vec<f64> = (0..24).map(|i| bv[(i / 4) % 3]).collect();
     assert_eq!(bb.to_vec::<f64>().unwrap(), want);
@@ -601,20 +392,10 @@ fn hidden_helpers() {
         .attr("shape", AttrValue::Ints(vec![2, 3, 4]))
         .run()
         .unwrap();
-    assert!(invoke(
-        "_backward_broadcast_to",
-        &[&b],
-        &[("shape", AttrValue::Ints(vec![2, 4]))]
-    )
-    .is_err());
+    assert!(invoke("_backward_broadcast_to", &[&b], &[("shape", AttrValue::Ints(vec![2, 4]))]).is_err());
     // 0-d target
     let one = arr(vec![2.5], &[1, 1]);
-    let z = invoke1(
-        "_backward_reshape_to",
-        &[&one],
-        &[("shape", AttrValue::Ints(vec![]))],
-    )
-    .unwrap();
+    let z = invoke1("_backward_reshape_to", &[&one], &[("shape", AttrValue::Ints(vec![]))]).unwrap();
     assert_eq!(z.shape(), &[] as &[usize]);
 }
 
@@ -627,23 +408,13 @@ fn second_order_through_reductions() {
         let _r = autograd::record();
         let m = invoke1("mean", &[&x], &[("axis", 1.into())]).unwrap();
         let sq = invoke1("_power_scalar", &[&m], &[("scalar", 2.0.into())]).unwrap();
-        let y = invoke1(
-            "sum",
-            &[&invoke1("_mul_scalar", &[&sq], &[("scalar", 3.0.into())]).unwrap()],
-            &[],
-        )
-        .unwrap();
-        let opts = BackwardOptions {
-            create_graph: true,
-            retain_graph: true,
-            ..Default::default()
-        };
+        let y = invoke1("sum", &[&invoke1("_mul_scalar", &[&sq], &[("scalar", 3.0.into())]).unwrap()], &[])
+            .unwrap();
+        let opts = BackwardOptions { create_graph: true, retain_graph: true, ..Default::default() };
         autograd::grad(&[&y], &[&x], &[], opts).unwrap().remove(0)
     };
     let xv = x.to_vec::<f64>().unwrap();
-    let m: Vec<f64> = (0..2)
-        .map(|i| (xv[3 * i] + xv[3 * i + 1] + xv[3 * i + 2]) / 3.0)
-        .collect();
+    let m: Vec<f64> = (0..2).map(|i| (xv[3 * i] + xv[3 * i + 1] + xv[3 * i + 2]) / 3.0).collect();
     let want: Vec<f64> = (0..6).map(|k| 6.0 * m[k / 3] / 3.0).collect();
     for (g, w) in dx.to_vec::<f64>().unwrap().iter().zip(&want) {
         assert!((g - w).abs() < 1e-12);

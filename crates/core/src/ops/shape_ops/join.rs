@@ -82,17 +82,11 @@ fn names(prefix: &str, n: i64, what: &str) -> Result<Vec<String>> {
 
 /// The output shape of `concat`, filling one unknown input from the output.
 fn concat_infer(dim: i64, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
-    let Some((first, proto)) = ins
-        .iter()
-        .enumerate()
-        .find_map(|(i, s)| s.clone().map(|s| (i, s)))
-    else {
+    let Some((first, proto)) = ins.iter().enumerate().find_map(|(i, s)| s.clone().map(|s| (i, s))) else {
         return Ok(());
     };
     if proto.is_empty() {
-        return Err(Error::Shape(format!(
-            "concat needs inputs of rank at least 1, input {first} is 0-d"
-        )));
+        return Err(Error::Shape(format!("concat needs inputs of rank at least 1, input {first} is 0-d")));
     }
     let axis = normalize_axis(dim, proto.len())?;
     let mut total = 0;
@@ -145,17 +139,8 @@ pub(super) fn register() {
         OpDef::new("concat")
             .alias("Concat")
             .doc("Joins `num_args` arrays along axis `dim`; they must agree on every other axis.")
-            .attr(AttrSpec::required(
-                "num_args",
-                AttrKind::Int,
-                "number of inputs",
-            ))
-            .attr(AttrSpec::optional(
-                "dim",
-                AttrKind::Int,
-                1i64,
-                "the axis to join along",
-            ))
+            .attr(AttrSpec::required("num_args", AttrKind::Int, "number of inputs"))
+            .attr(AttrSpec::optional("dim", AttrKind::Int, 1i64, "the axis to join along"))
             .arguments_fn(|attrs| names("arg", attrs.int("num_args")?, "num_args"))
             .infer_shape(|attrs, ins, outs| concat_infer(attrs.int("dim")?, ins, outs))
             .forward(|ctx, inputs, outputs| {
@@ -204,7 +189,9 @@ pub(super) fn register() {
             .attr(AttrSpec::optional("axis", AttrKind::Int, 0i64, "position of the new axis in the result"))
             .arguments_fn(|attrs| names("arg", attrs.int("num_args")?, "num_args"))
             .infer_shape(|attrs, ins, outs| {
-                let Some((first, proto)) = ins.iter().enumerate().find_map(|(i, s)| s.clone().map(|s| (i, s))) else {
+                let Some((first, proto)) =
+                    ins.iter().enumerate().find_map(|(i, s)| s.clone().map(|s| (i, s)))
+                else {
                     return Ok(());
                 };
                 for (i, s) in ins.iter_mut().enumerate() {
@@ -228,7 +215,14 @@ pub(super) fn register() {
                 let out = &outputs[0];
                 let axis = normalize_axis(ctx.attrs.int("axis")?, out.ndim())?;
                 let extents = vec![1; inputs.len()];
-                join_kernel(ctx, inputs, out, &extents, prod(&out.shape()[..axis]), prod(&out.shape()[axis + 1..]))
+                join_kernel(
+                    ctx,
+                    inputs,
+                    out,
+                    &extents,
+                    prod(&out.shape()[..axis]),
+                    prod(&out.shape()[axis + 1..]),
+                )
             })
             .grad_rule(|g| {
                 let gy = &g.out_grads[0];
@@ -357,10 +351,7 @@ mod tests {
         assert_eq!(y.shape(), &[2, 6, 3]);
         assert_eq!(vals(&y), concat_ref(&[a.clone(), b.clone(), c.clone()], 1));
         // the first rows by hand: a[0,0,:], b[0,0,:], b[0,1,:]
-        assert_eq!(
-            vals(&y)[..9],
-            [0.0, 1.0, 2.0, 0.25, -0.25, -0.75, 1.75, 1.25, 0.75]
-        );
+        assert_eq!(vals(&y)[..9], [0.0, 1.0, 2.0, 0.25, -0.25, -0.75, 1.75, 1.25, 0.75]);
         let z = invoke1(
             "Concat",
             &[&iota(&[1, 2]), &iota(&[2, 2])],
@@ -375,12 +366,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(vals(&n), vec![0., 1., 0., 2., 3., 1.]);
-        let i = invoke1(
-            "concat",
-            &[&cast(&a, DType::I32), &cast(&b, DType::I32)],
-            &[("num_args", 2i64.into())],
-        )
-        .unwrap();
+        let i =
+            invoke1("concat", &[&cast(&a, DType::I32), &cast(&b, DType::I32)], &[("num_args", 2i64.into())])
+                .unwrap();
         assert_eq!(i.dtype(), DType::I32);
         assert_eq!(i.to_vec::<i32>().unwrap()[3..6], [0, 0, 0]);
         OpChecker::new("concat", &[a.clone(), b.clone(), c.clone()])
@@ -394,20 +382,12 @@ mod tests {
             .skip_error_checks()
             .run()
             .unwrap();
-        check_second_order(
-            "concat",
-            &[sample(&[2, 2]), sample(&[2, 3])],
-            &[("num_args", 2i64.into())],
-        );
+        check_second_order("concat", &[sample(&[2, 2]), sample(&[2, 3])], &[("num_args", 2i64.into())]);
     }
 
     #[test]
     fn concat_errors_name_the_problem() {
-        let e = err_msg(invoke1(
-            "concat",
-            &[&iota(&[2, 3]), &iota(&[3, 3])],
-            &[("num_args", 2i64.into())],
-        ));
+        let e = err_msg(invoke1("concat", &[&iota(&[2, 3]), &iota(&[3, 3])], &[("num_args", 2i64.into())]));
         assert!(
             e.contains("concat")
                 && e.contains("input 1")
@@ -415,11 +395,8 @@ mod tests {
                 && e.contains("does not match"),
             "{e}"
         );
-        let e = err_msg(invoke1(
-            "concat",
-            &[&iota(&[2, 3]), &iota(&[2, 3, 1])],
-            &[("num_args", 2i64.into())],
-        ));
+        let e =
+            err_msg(invoke1("concat", &[&iota(&[2, 3]), &iota(&[2, 3, 1])], &[("num_args", 2i64.into())]));
         assert!(e.contains("does not match"), "{e}");
         let e = err_msg(invoke1(
             "concat",
@@ -427,11 +404,7 @@ mod tests {
             &[("num_args", 2i64.into()), ("dim", 2i64.into())],
         ));
         assert!(e.contains("axis 2") && e.contains("out of range"), "{e}");
-        let e = err_msg(invoke1(
-            "concat",
-            &[&iota(&[2, 3])],
-            &[("num_args", 2i64.into())],
-        ));
+        let e = err_msg(invoke1("concat", &[&iota(&[2, 3])], &[("num_args", 2i64.into())]));
         assert!(e.contains("expects 2 inputs"), "{e}");
         assert!(err_msg(invoke1("concat", &[], &[("num_args", 0i64.into())])).contains("num_args"));
         let e = err_msg(invoke1(
@@ -446,12 +419,7 @@ mod tests {
     fn stack_forward_and_checks() {
         let a = iota(&[2, 3]);
         let b = sample(&[2, 3]);
-        let y = invoke1(
-            "stack",
-            &[&a, &b],
-            &[("num_args", 2i64.into()), ("axis", 1i64.into())],
-        )
-        .unwrap();
+        let y = invoke1("stack", &[&a, &b], &[("num_args", 2i64.into()), ("axis", 1i64.into())]).unwrap();
         assert_eq!(y.shape(), &[2, 2, 3]);
         let (va, vb) = (vals(&a), vals(&b));
         let mut want = vec![];
@@ -462,19 +430,10 @@ mod tests {
         assert_eq!(vals(&y), want);
         let y0 = invoke1("stack", &[&a, &b], &[("num_args", 2i64.into())]).unwrap();
         assert_eq!(vals(&y0), [va.clone(), vb.clone()].concat());
-        let yl = invoke1(
-            "stack",
-            &[&a, &b],
-            &[("num_args", 2i64.into()), ("axis", (-1i64).into())],
-        )
-        .unwrap();
+        let yl = invoke1("stack", &[&a, &b], &[("num_args", 2i64.into()), ("axis", (-1i64).into())]).unwrap();
         assert_eq!(yl.shape(), &[2, 3, 2]);
         assert_eq!(vals(&yl)[..4], [va[0], vb[0], va[1], vb[1]]);
-        let e = err_msg(invoke1(
-            "stack",
-            &[&a, &iota(&[3, 2])],
-            &[("num_args", 2i64.into())],
-        ));
+        let e = err_msg(invoke1("stack", &[&a, &iota(&[3, 2])], &[("num_args", 2i64.into())]));
         assert!(e.contains("stack") && e.contains("must be equal"), "{e}");
         OpChecker::new("stack", &[a.clone(), b.clone(), sample(&[2, 3])])
             .attr("num_args", 3i64)
@@ -515,54 +474,28 @@ mod tests {
         let sq = invoke(
             "split",
             &[&x],
-            &[
-                ("num_outputs", 3i64.into()),
-                ("axis", (-1i64).into()),
-                ("squeeze_axis", true.into()),
-            ],
+            &[("num_outputs", 3i64.into()), ("axis", (-1i64).into()), ("squeeze_axis", true.into())],
         )
         .unwrap();
         assert_eq!(sq[2].shape(), &[2, 4]);
-        assert_eq!(
-            vals(&sq[2]),
-            (0..8).map(|i| (i * 3 + 2) as f64).collect::<Vec<_>>()
-        );
+        assert_eq!(vals(&sq[2]), (0..8).map(|i| (i * 3 + 2) as f64).collect::<Vec<_>>());
         let one = invoke(
             "split",
             &[&iota(&[2])],
-            &[
-                ("num_outputs", 2i64.into()),
-                ("axis", 0i64.into()),
-                ("squeeze_axis", true.into()),
-            ],
+            &[("num_outputs", 2i64.into()), ("axis", 0i64.into()), ("squeeze_axis", true.into())],
         )
         .unwrap();
         assert_eq!((one[1].shape(), vals(&one[1])), (&[1usize][..], vec![1.0]));
         let e = err_msg(invoke("split", &[&x], &[("num_outputs", 3i64.into())]));
         assert!(e.contains("cannot be cut into 3"), "{e}");
-        let e = err_msg(invoke(
-            "split",
-            &[&x],
-            &[("num_outputs", 2i64.into()), ("squeeze_axis", true.into())],
-        ));
+        let e =
+            err_msg(invoke("split", &[&x], &[("num_outputs", 2i64.into()), ("squeeze_axis", true.into())]));
         assert!(e.contains("squeeze_axis"), "{e}");
-        let e = err_msg(invoke(
-            "split",
-            &[&x],
-            &[("num_outputs", 2i64.into()), ("axis", 3i64.into())],
-        ));
+        let e = err_msg(invoke("split", &[&x], &[("num_outputs", 2i64.into()), ("axis", 3i64.into())]));
         assert!(e.contains("axis 3") && e.contains("out of range"), "{e}");
-        let i = invoke(
-            "split",
-            &[&cast(&x, DType::U8)],
-            &[("num_outputs", 4i64.into())],
-        )
-        .unwrap();
+        let i = invoke("split", &[&cast(&x, DType::U8)], &[("num_outputs", 4i64.into())]).unwrap();
         assert_eq!(i[3].to_vec::<u8>().unwrap(), vec![9, 10, 11, 21, 22, 23]);
-        OpChecker::new("split", &[sample(&[2, 4, 3])])
-            .attr("num_outputs", 2i64)
-            .run()
-            .unwrap();
+        OpChecker::new("split", &[sample(&[2, 4, 3])]).attr("num_outputs", 2i64).run().unwrap();
         OpChecker::new("split", &[sample(&[2, 3])])
             .attr("num_outputs", 3i64)
             .attr("axis", 1i64)

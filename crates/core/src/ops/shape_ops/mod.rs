@@ -82,11 +82,7 @@ pub(super) fn store_view(req: Req, dst: &NDArray, src: &NDArray) -> Result<()> {
 /// Copies a strided `src` of `T` into the dense slice `dst` in row-major order.
 fn copy_strided<T: Element>(req: Req, dst: &mut [T], src: &NDArray) -> Result<()> {
     if dst.len() != src.size() {
-        return Err(Error::Shape(format!(
-            "cannot store {} elements into {}",
-            src.size(),
-            dst.len()
-        )));
+        return Err(Error::Shape(format!("cannot store {} elements into {}", src.size(), dst.len())));
     }
     let p = src.data_ptr::<T>()? as *const T;
     let mut it = dst.iter_mut();
@@ -166,10 +162,7 @@ pub(super) fn sum_to(g: &NDArray, axes: &[usize], shape: &[usize]) -> Result<NDA
         crate::ops::util::call(
             "sum",
             &[g],
-            &[
-                ("axis", AttrValue::Ints(axes)),
-                ("keepdims", AttrValue::Bool(true)),
-            ],
+            &[("axis", AttrValue::Ints(axes)), ("keepdims", AttrValue::Bool(true))],
         )?
     };
     reshape_grad(&summed, shape)
@@ -189,13 +182,8 @@ pub(super) mod testutil {
     /// Distinct, non-integral float64 values with `shape`.
     pub fn sample(shape: &[usize]) -> NDArray {
         let n: usize = shape.iter().product();
-        NDArray::from_vec(
-            (0..n)
-                .map(|i| 0.25 + i as f64 * 0.5 - (i % 3) as f64)
-                .collect::<Vec<f64>>(),
-            shape,
-        )
-        .unwrap()
+        NDArray::from_vec((0..n).map(|i| 0.25 + i as f64 * 0.5 - (i % 3) as f64).collect::<Vec<f64>>(), shape)
+            .unwrap()
     }
 
     /// The values of `x` as f64.
@@ -223,14 +211,8 @@ pub(super) mod testutil {
         };
         let v = sample(y.shape());
         v.attach_grad(Req::Write).unwrap();
-        let opts = BackwardOptions {
-            create_graph: true,
-            retain_graph: true,
-            ..Default::default()
-        };
-        let gx = autograd::grad(&[&y], &[&x], &[Some(&v)], opts)
-            .unwrap()
-            .remove(0);
+        let opts = BackwardOptions { create_graph: true, retain_graph: true, ..Default::default() };
+        let gx = autograd::grad(&[&y], &[&x], &[Some(&v)], opts).unwrap().remove(0);
         assert_eq!(gx.shape(), x.shape());
         let w = sample(x.shape());
         autograd::backward(&[&gx], &[Some(&w)], BackwardOptions::default()).unwrap();
@@ -241,15 +223,8 @@ pub(super) mod testutil {
         wargs[0] = &zeros;
         let at_0 = vals(&crate::invoke1(op, &wargs, attrs).unwrap());
         let want: Vec<f64> = at_w.iter().zip(&at_0).map(|(a, b)| a - b).collect();
-        crate::check::compare(
-            op,
-            "second-order gradient",
-            &vals(&v.grad().unwrap()),
-            &want,
-            1e-12,
-            1e-12,
-        )
-        .unwrap();
+        crate::check::compare(op, "second-order gradient", &vals(&v.grad().unwrap()), &want, 1e-12, 1e-12)
+            .unwrap();
     }
 
     /// The message of an error result, with its whole chain.

@@ -25,12 +25,8 @@ pub(super) fn reshape_shape(input: &[usize], spec: &[i64], reverse: bool) -> Res
     groups.reverse();
     let rspec: Vec<i64> = groups.concat();
     let rin: Vec<usize> = input.iter().rev().copied().collect();
-    let out = resolve_reshape(&rin, &rspec).map_err(|e| {
-        Error::Shape(format!(
-            "reshape {input:?} with {spec:?} (reverse=True): {}",
-            e.root()
-        ))
-    })?;
+    let out = resolve_reshape(&rin, &rspec)
+        .map_err(|e| Error::Shape(format!("reshape {input:?} with {spec:?} (reverse=True): {}", e.root())))?;
     Ok(out.iter().rev().copied().collect())
 }
 
@@ -47,9 +43,7 @@ fn permutation(axes: &[i64], ndim: usize) -> Result<Vec<usize>> {
         return Ok((0..ndim).rev().collect());
     }
     let bad = || {
-        Error::Shape(format!(
-            "transpose axes {axes:?} are not a permutation of the {ndim} axes of the input"
-        ))
+        Error::Shape(format!("transpose axes {axes:?} are not a permutation of the {ndim} axes of the input"))
     };
     if axes.len() != ndim {
         return Err(bad());
@@ -98,44 +92,26 @@ fn squeeze_shape(shape: &[usize], axes: Option<&[i64]>) -> Result<Shape> {
 
 /// The output shape of `reshape_like` for the given ranges.
 fn reshape_like_shape(lhs: &[usize], rhs: &[usize], attrs: &crate::Attrs) -> Result<Shape> {
-    let range =
-        |begin: Option<i64>, end: Option<i64>, n: usize, what: &str| -> Result<(usize, usize)> {
-            let norm = |v: i64| -> Result<usize> {
-                let w = if v < 0 { v + n as i64 } else { v };
-                if w < 0 || w > n as i64 {
-                    return Err(Error::Shape(format!(
-                        "reshape_like: {what} index {v} is out of range for rank {n}"
-                    )));
-                }
-                Ok(w as usize)
-            };
-            let b = begin.map(norm).transpose()?.unwrap_or(0);
-            let e = end.map(norm).transpose()?.unwrap_or(n);
-            if b > e {
+    let range = |begin: Option<i64>, end: Option<i64>, n: usize, what: &str| -> Result<(usize, usize)> {
+        let norm = |v: i64| -> Result<usize> {
+            let w = if v < 0 { v + n as i64 } else { v };
+            if w < 0 || w > n as i64 {
                 return Err(Error::Shape(format!(
-                    "reshape_like: {what} range {b}..{e} is empty"
+                    "reshape_like: {what} index {v} is out of range for rank {n}"
                 )));
             }
-            Ok((b, e))
+            Ok(w as usize)
         };
-    let (lb, le) = range(
-        attrs.opt_int("lhs_begin")?,
-        attrs.opt_int("lhs_end")?,
-        lhs.len(),
-        "lhs",
-    )?;
-    let (rb, re) = range(
-        attrs.opt_int("rhs_begin")?,
-        attrs.opt_int("rhs_end")?,
-        rhs.len(),
-        "rhs",
-    )?;
-    let out: Shape = lhs[..lb]
-        .iter()
-        .chain(&rhs[rb..re])
-        .chain(&lhs[le..])
-        .copied()
-        .collect();
+        let b = begin.map(norm).transpose()?.unwrap_or(0);
+        let e = end.map(norm).transpose()?.unwrap_or(n);
+        if b > e {
+            return Err(Error::Shape(format!("reshape_like: {what} range {b}..{e} is empty")));
+        }
+        Ok((b, e))
+    };
+    let (lb, le) = range(attrs.opt_int("lhs_begin")?, attrs.opt_int("lhs_end")?, lhs.len(), "lhs")?;
+    let (rb, re) = range(attrs.opt_int("rhs_begin")?, attrs.opt_int("rhs_end")?, rhs.len(), "rhs")?;
+    let out: Shape = lhs[..lb].iter().chain(&rhs[rb..re]).chain(&lhs[le..]).copied().collect();
     if crate::shape::numel(&out) != crate::shape::numel(lhs) {
         return Err(Error::Shape(format!(
             "reshape_like: cannot reshape {lhs:?} to {:?} (from {rhs:?}): the sizes differ",
@@ -192,12 +168,7 @@ pub(super) fn register() {
                 set_shape(&mut outs[0], s, "the output of flatten")
             })
             .forward(flat_copy)
-            .grad_rule(|g| {
-                Ok(vec![Some(reshape_grad(
-                    &g.out_grads[0],
-                    g.inputs[0].shape(),
-                )?)])
-            }),
+            .grad_rule(|g| Ok(vec![Some(reshape_grad(&g.out_grads[0], g.inputs[0].shape())?)])),
     );
 
     registry::register(
@@ -231,7 +202,12 @@ pub(super) fn register() {
     registry::register(
         OpDef::new("transpose")
             .doc("Permutes the axes: output axis i is input axis axes[i]; empty `axes` reverses them.")
-            .attr(AttrSpec::optional("axes", AttrKind::Ints, AttrValue::Ints(vec![]), "the permutation (empty: reverse)"))
+            .attr(AttrSpec::optional(
+                "axes",
+                AttrKind::Ints,
+                AttrValue::Ints(vec![]),
+                "the permutation (empty: reverse)",
+            ))
             .infer_shape(|attrs, ins, outs| {
                 let Some(x) = &ins[0] else { return Ok(()) };
                 let perm = permutation(attrs.ints("axes")?, x.len())?;
@@ -249,7 +225,11 @@ pub(super) fn register() {
                 for (i, p) in perm.iter().enumerate() {
                     inv[*p] = i as i64;
                 }
-                let dx = crate::ops::util::call("transpose", &[&g.out_grads[0]], &[("axes", AttrValue::Ints(inv))])?;
+                let dx = crate::ops::util::call(
+                    "transpose",
+                    &[&g.out_grads[0]],
+                    &[("axes", AttrValue::Ints(inv))],
+                )?;
                 Ok(vec![Some(dx)])
             }),
     );
@@ -258,19 +238,13 @@ pub(super) fn register() {
         OpDef::new("cast")
             .alias("Cast")
             .doc("Converts the elements to `dtype`.")
-            .attr(AttrSpec::required(
-                "dtype",
-                AttrKind::DType,
-                "the target dtype",
-            ))
+            .attr(AttrSpec::required("dtype", AttrKind::DType, "the target dtype"))
             .infer_type(|attrs, _ins, outs| {
-                let dt = attrs
-                    .dtype("dtype")?
-                    .ok_or_else(|| Error::attr("dtype", "required"))?;
+                let dt = attrs.dtype("dtype")?.ok_or_else(|| Error::attr("dtype", "required"))?;
                 match outs[0] {
-                    Some(have) if have != dt => Err(Error::DType(format!(
-                        "the output of cast must have dtype {dt}, got {have}"
-                    ))),
+                    Some(have) if have != dt => {
+                        Err(Error::DType(format!("the output of cast must have dtype {dt}, got {have}")))
+                    }
                     _ => {
                         outs[0] = Some(dt);
                         Ok(())
@@ -281,11 +255,8 @@ pub(super) fn register() {
             .forward(|ctx, inputs, outputs| store_view(ctx.req[0], &outputs[0], &inputs[0]))
             .grad_rule(|g| {
                 let dt = g.inputs[0].dtype();
-                let dx = crate::ops::util::call(
-                    "cast",
-                    &[&g.out_grads[0]],
-                    &[("dtype", AttrValue::DType(dt))],
-                )?;
+                let dx =
+                    crate::ops::util::call("cast", &[&g.out_grads[0]], &[("dtype", AttrValue::DType(dt))])?;
                 Ok(vec![Some(dx)])
             }),
     );
@@ -299,9 +270,7 @@ pub(super) fn lhs_dtype(
     outs: &mut [Option<DType>],
 ) -> Result<()> {
     match (ins[0], outs[0]) {
-        (Some(a), Some(o)) if a != o => {
-            Err(Error::DType(format!("dtypes {a} and {o} must be equal")))
-        }
+        (Some(a), Some(o)) if a != o => Err(Error::DType(format!("dtypes {a} and {o} must be equal"))),
         (Some(a), _) => {
             outs[0] = Some(a);
             Ok(())
@@ -321,10 +290,7 @@ mod tests {
     use crate::{invoke1, AttrValue, DType, NDArray};
 
     fn shape_of(x: &NDArray, spec: &[i64]) -> Vec<usize> {
-        invoke1("reshape", &[x], &[("shape", spec.to_vec().into())])
-            .unwrap()
-            .shape()
-            .to_vec()
+        invoke1("reshape", &[x], &[("shape", spec.to_vec().into())]).unwrap().shape().to_vec()
     }
 
     #[test]
@@ -341,12 +307,8 @@ mod tests {
         assert_eq!(vals(&y), vals(&x)); // same row-major order
                                         // reverse: codes matched from the right (MXNet's documented example)
         let z = NDArray::zeros(&[10, 5, 4], DType::F32, crate::Device::Cpu).unwrap();
-        let r = invoke1(
-            "reshape",
-            &[&z],
-            &[("shape", "(-1, 0)".into()), ("reverse", "True".into())],
-        )
-        .unwrap();
+        let r =
+            invoke1("reshape", &[&z], &[("shape", "(-1, 0)".into()), ("reverse", "True".into())]).unwrap();
         assert_eq!(r.shape(), &[50, 4]);
         let r = invoke1("reshape", &[&z], &[("shape", "(-1, 0)".into())]).unwrap();
         assert_eq!(r.shape(), &[40, 5]);
@@ -354,76 +316,43 @@ mod tests {
         let t = x.transpose(None).unwrap();
         let f = invoke1("reshape", &[&t], &[("shape", "(-1,)".into())]).unwrap();
         let want: Vec<f64> = (0..4)
-            .flat_map(|k| {
-                (0..3).flat_map(move |j| (0..2).map(move |i| (i * 12 + j * 4 + k) as f64))
-            })
+            .flat_map(|k| (0..3).flat_map(move |j| (0..2).map(move |i| (i * 12 + j * 4 + k) as f64)))
             .collect();
         assert_eq!(vals(&f), want);
         // integer dtype
         let xi = cast(&x, DType::I32);
         let yi = invoke1("reshape", &[&xi], &[("shape", "(4, -1)".into())]).unwrap();
-        assert_eq!(
-            (yi.dtype(), yi.to_vec::<i32>().unwrap()),
-            (DType::I32, (0..24).collect::<Vec<i32>>())
-        );
+        assert_eq!((yi.dtype(), yi.to_vec::<i32>().unwrap()), (DType::I32, (0..24).collect::<Vec<i32>>()));
     }
 
     #[test]
     fn reshape_errors_name_the_problem() {
         let x = iota(&[2, 3]);
         let e = err_msg(invoke1("reshape", &[&x], &[("shape", "(4, -1)".into())]));
-        assert!(
-            e.contains("reshape") && e.contains("[2, 3]") && e.contains("infer"),
-            "{e}"
-        );
+        assert!(e.contains("reshape") && e.contains("[2, 3]") && e.contains("infer"), "{e}");
         let e = err_msg(invoke1("reshape", &[&x], &[("shape", "(5,)".into())]));
-        assert!(
-            e.contains("does not match") && e.contains("6 elements"),
-            "{e}"
-        );
+        assert!(e.contains("does not match") && e.contains("6 elements"), "{e}");
         let e = err_msg(invoke1("reshape", &[&x], &[("shape", "(-1, -1)".into())]));
         assert!(e.contains("more than one -1"), "{e}");
-        let e = err_msg(invoke1(
-            "reshape",
-            &[&x],
-            &[("shape", "(2, 3)".into()), ("reverse", "maybe".into())],
-        ));
+        let e =
+            err_msg(invoke1("reshape", &[&x], &[("shape", "(2, 3)".into()), ("reverse", "maybe".into())]));
         assert!(e.contains("reverse"), "{e}");
     }
 
     #[test]
     fn reshape_family_op_checks() {
-        OpChecker::new("reshape", &[sample(&[2, 3, 2])])
-            .attr("shape", "(-1, 0)")
-            .run()
-            .unwrap();
-        OpChecker::new("reshape", &[sample(&[2, 3, 2])])
-            .attr("shape", "(-4, 1, 2, -2)")
-            .run()
-            .unwrap();
+        OpChecker::new("reshape", &[sample(&[2, 3, 2])]).attr("shape", "(-1, 0)").run().unwrap();
+        OpChecker::new("reshape", &[sample(&[2, 3, 2])]).attr("shape", "(-4, 1, 2, -2)").run().unwrap();
         OpChecker::new("reshape", &[sample(&[6, 2])])
             .attr("shape", "(3, -1)")
             .attr("reverse", true)
             .run()
             .unwrap();
-        OpChecker::new("flatten", &[sample(&[2, 3, 2])])
-            .run()
-            .unwrap();
-        OpChecker::new("expand_dims", &[sample(&[2, 3])])
-            .attr("axis", -1i64)
-            .run()
-            .unwrap();
-        OpChecker::new("squeeze", &[sample(&[2, 1, 3, 1])])
-            .attr("axis", "(1,)")
-            .run()
-            .unwrap();
-        OpChecker::new("squeeze", &[sample(&[2, 1, 3, 1])])
-            .run()
-            .unwrap();
-        OpChecker::new("reshape_like", &[sample(&[2, 3]), sample(&[3, 2])])
-            .no_grad(&[1])
-            .run()
-            .unwrap();
+        OpChecker::new("flatten", &[sample(&[2, 3, 2])]).run().unwrap();
+        OpChecker::new("expand_dims", &[sample(&[2, 3])]).attr("axis", -1i64).run().unwrap();
+        OpChecker::new("squeeze", &[sample(&[2, 1, 3, 1])]).attr("axis", "(1,)").run().unwrap();
+        OpChecker::new("squeeze", &[sample(&[2, 1, 3, 1])]).run().unwrap();
+        OpChecker::new("reshape_like", &[sample(&[2, 3]), sample(&[3, 2])]).no_grad(&[1]).run().unwrap();
         check_second_order("reshape", &[sample(&[2, 3])], &[("shape", "(3, 2)".into())]);
     }
 
@@ -432,41 +361,20 @@ mod tests {
         let x = iota(&[2, 3, 4]);
         let f = invoke1("Flatten", &[&x], &[]).unwrap();
         assert_eq!((f.shape(), vals(&f)), (&[2usize, 12][..], vals(&x)));
+        assert_eq!(invoke1("flatten", &[&iota(&[5])], &[]).unwrap().shape(), &[5, 1]);
+        assert_eq!(invoke1("expand_dims", &[&x], &[("axis", 1i64.into())]).unwrap().shape(), &[2, 1, 3, 4]);
         assert_eq!(
-            invoke1("flatten", &[&iota(&[5])], &[]).unwrap().shape(),
-            &[5, 1]
-        );
-        assert_eq!(
-            invoke1("expand_dims", &[&x], &[("axis", 1i64.into())])
-                .unwrap()
-                .shape(),
-            &[2, 1, 3, 4]
-        );
-        assert_eq!(
-            invoke1("expand_dims", &[&x], &[("axis", (-1i64).into())])
-                .unwrap()
-                .shape(),
+            invoke1("expand_dims", &[&x], &[("axis", (-1i64).into())]).unwrap().shape(),
             &[2, 3, 4, 1]
         );
         let e = err_msg(invoke1("expand_dims", &[&x], &[("axis", 5i64.into())]));
         assert!(e.contains("axis 5") && e.contains("out of range"), "{e}");
         let s = iota(&[1, 3, 1]);
         assert_eq!(invoke1("squeeze", &[&s], &[]).unwrap().shape(), &[3]);
-        assert_eq!(
-            invoke1("squeeze", &[&s], &[("axis", (-1i64).into())])
-                .unwrap()
-                .shape(),
-            &[1, 3]
-        );
-        assert_eq!(
-            invoke1("squeeze", &[&iota(&[1, 1])], &[]).unwrap().shape(),
-            &[1]
-        );
+        assert_eq!(invoke1("squeeze", &[&s], &[("axis", (-1i64).into())]).unwrap().shape(), &[1, 3]);
+        assert_eq!(invoke1("squeeze", &[&iota(&[1, 1])], &[]).unwrap().shape(), &[1]);
         let e = err_msg(invoke1("squeeze", &[&s], &[("axis", 1i64.into())]));
-        assert!(
-            e.contains("cannot squeeze axis 1") && e.contains("not 1"),
-            "{e}"
-        );
+        assert!(e.contains("cannot squeeze axis 1") && e.contains("not 1"), "{e}");
         let rl = invoke1("reshape_like", &[&x, &iota(&[4, 6])], &[]).unwrap();
         assert_eq!(rl.shape(), &[4, 6]);
         let rl = invoke1(
@@ -499,24 +407,12 @@ mod tests {
         assert_eq!(vals(&r)[1], 12.0);
         // f16 and int
         let h = invoke1("transpose", &[&cast(&iota(&[2, 3]), DType::F16)], &[]).unwrap();
-        assert_eq!(
-            (h.dtype(), vals(&h)),
-            (DType::F16, vec![0., 3., 1., 4., 2., 5.])
-        );
+        assert_eq!((h.dtype(), vals(&h)), (DType::F16, vec![0., 3., 1., 4., 2., 5.]));
         let i = invoke1("transpose", &[&cast(&iota(&[2, 3]), DType::I64)], &[]).unwrap();
         assert_eq!(i.to_vec::<i64>().unwrap(), vec![0, 3, 1, 4, 2, 5]);
-        OpChecker::new("transpose", &[sample(&[2, 3, 4])])
-            .attr("axes", "(1, 2, 0)")
-            .run()
-            .unwrap();
-        OpChecker::new("transpose", &[sample(&[2, 3])])
-            .run()
-            .unwrap();
-        check_second_order(
-            "transpose",
-            &[sample(&[2, 3, 4])],
-            &[("axes", "(2, 0, 1)".into())],
-        );
+        OpChecker::new("transpose", &[sample(&[2, 3, 4])]).attr("axes", "(1, 2, 0)").run().unwrap();
+        OpChecker::new("transpose", &[sample(&[2, 3])]).run().unwrap();
+        check_second_order("transpose", &[sample(&[2, 3, 4])], &[("axes", "(2, 0, 1)".into())]);
         let e = err_msg(invoke1("transpose", &[&x], &[("axes", "(0, 0, 1)".into())]));
         assert!(e.contains("not a permutation"), "{e}");
         assert!(invoke1("transpose", &[&x], &[("axes", "(0, 1)".into())]).is_err());
@@ -530,22 +426,12 @@ mod tests {
         let u = invoke1("Cast", &[&x], &[("dtype", AttrValue::DType(DType::U8))]).unwrap();
         assert_eq!(u.to_vec::<u8>().unwrap(), vec![1, 0, 3, 250]);
         let h = invoke1("cast", &[&x], &[("dtype", "float16".into())]).unwrap();
-        let want: Vec<f64> = [1.7f64, -2.5, 3.0, 250.0]
-            .iter()
-            .map(|v| half::f16::from_f64(*v).to_f64())
-            .collect();
+        let want: Vec<f64> =
+            [1.7f64, -2.5, 3.0, 250.0].iter().map(|v| half::f16::from_f64(*v).to_f64()).collect();
         assert_eq!((h.dtype(), vals(&h)), (DType::F16, want));
-        let b = invoke1(
-            "cast",
-            &[&cast(&x, DType::F32)],
-            &[("dtype", "bfloat16".into())],
-        )
-        .unwrap();
+        let b = invoke1("cast", &[&cast(&x, DType::F32)], &[("dtype", "bfloat16".into())]).unwrap();
         assert_eq!(b.dtype(), DType::BF16);
-        OpChecker::new("cast", &[sample(&[2, 3])])
-            .attr("dtype", "float64")
-            .run()
-            .unwrap();
+        OpChecker::new("cast", &[sample(&[2, 3])]).attr("dtype", "float64").run().unwrap();
         OpChecker::new("cast", &[sample(&[2, 3])])
             .attr("dtype", "float32")
             .eps(1e-2)
@@ -554,8 +440,6 @@ mod tests {
             .unwrap();
         let e = err_msg(invoke1("cast", &[&x], &[]));
         assert!(e.contains("dtype") && e.contains("missing"), "{e}");
-        assert!(
-            err_msg(invoke1("cast", &[&x], &[("dtype", "complex64".into())])).contains("complex64")
-        );
+        assert!(err_msg(invoke1("cast", &[&x], &[("dtype", "complex64".into())])).contains("complex64"));
     }
 }

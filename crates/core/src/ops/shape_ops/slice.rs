@@ -2,27 +2,19 @@
 
 use super::{check_size, ints_attr, set_shape, store_into_view, store_view};
 use crate::shape::{normalize_axis, Shape};
-use crate::{
-    registry, AttrKind, AttrSpec, AttrValue, Attrs, Error, NDArray, OpDef, Req, Result, SliceSpec,
-};
+use crate::{registry, AttrKind, AttrSpec, AttrValue, Attrs, Error, NDArray, OpDef, Req, Result, SliceSpec};
 use std::sync::Arc;
 
 /// Parses a tuple whose entries are integers or `None`: `(0, None)`,
 /// `[1, -1]`, `(2,)`, `3`, `()`.
 pub(super) fn parse_opt_tuple(s: &str, what: &str) -> Result<Vec<Option<i64>>> {
-    let bad = || {
-        Error::attr(
-            what,
-            format!("expected a tuple of integers or None, got `{s}`"),
-        )
-    };
+    let bad = || Error::attr(what, format!("expected a tuple of integers or None, got `{s}`"));
     let t = s.trim();
-    let inner =
-        if (t.starts_with('(') && t.ends_with(')')) || (t.starts_with('[') && t.ends_with(']')) {
-            &t[1..t.len() - 1]
-        } else {
-            t
-        };
+    let inner = if (t.starts_with('(') && t.ends_with(')')) || (t.starts_with('[') && t.ends_with(']')) {
+        &t[1..t.len() - 1]
+    } else {
+        t
+    };
     if inner.trim().is_empty() {
         return Ok(Vec::new());
     }
@@ -34,21 +26,15 @@ pub(super) fn parse_opt_tuple(s: &str, what: &str) -> Result<Vec<Option<i64>>> {
         .into_iter()
         .map(|p| match p {
             "None" | "none" | "null" => Ok(None),
-            p => p
-                .trim_end_matches('L')
-                .parse::<i64>()
-                .map(Some)
-                .map_err(|_| bad()),
+            p => p.trim_end_matches('L').parse::<i64>().map(Some).map_err(|_| bad()),
         })
         .collect()
 }
 
 /// The string form [`parse_opt_tuple`] reads.
 pub(super) fn format_opt_tuple(v: &[Option<i64>]) -> String {
-    let parts: Vec<String> = v
-        .iter()
-        .map(|x| x.map(|i| i.to_string()).unwrap_or_else(|| "None".into()))
-        .collect();
+    let parts: Vec<String> =
+        v.iter().map(|x| x.map(|i| i.to_string()).unwrap_or_else(|| "None".into())).collect();
     if parts.len() == 1 {
         format!("({},)", parts[0])
     } else {
@@ -69,11 +55,7 @@ fn parse_params(attrs: &Attrs) -> Result<SliceParams> {
     if begin.len() != end.len() {
         return Err(Error::attr(
             "end",
-            format!(
-                "has {} entries but begin has {}; they must have as many",
-                end.len(),
-                begin.len()
-            ),
+            format!("has {} entries but begin has {}; they must have as many", end.len(), begin.len()),
         ));
     }
     if !step.is_empty() && step.len() != begin.len() {
@@ -90,11 +72,7 @@ fn parse_params(attrs: &Attrs) -> Result<SliceParams> {
         return Err(Error::attr("step", "slice step cannot be zero"));
     }
     let specs = (0..begin.len())
-        .map(|i| SliceSpec {
-            begin: begin[i],
-            end: end[i],
-            step: step.get(i).copied().flatten(),
-        })
+        .map(|i| SliceSpec { begin: begin[i], end: end[i], step: step.get(i).copied().flatten() })
         .collect();
     Ok(SliceParams { specs })
 }
@@ -126,23 +104,13 @@ fn sliced_shape(shape: &[usize], specs: &[SliceSpec]) -> Result<Shape> {
 fn axis_specs(attrs: &Attrs, ndim: usize) -> Result<(usize, Vec<SliceSpec>)> {
     let axis = normalize_axis(attrs.int("axis")?, ndim)?;
     let mut specs = vec![SliceSpec::all(); axis + 1];
-    specs[axis] = SliceSpec {
-        begin: Some(attrs.int("begin")?),
-        end: attrs.opt_int("end")?,
-        step: None,
-    };
+    specs[axis] = SliceSpec { begin: Some(attrs.int("begin")?), end: attrs.opt_int("end")?, step: None };
     Ok((axis, specs))
 }
 
 /// Scatters `g` into zeros of `shape` at the slice `specs`, through the
 /// differentiable `_backward_slice` operator.
-fn backward_slice(
-    g: &NDArray,
-    begin: String,
-    end: String,
-    step: String,
-    shape: &[usize],
-) -> Result<NDArray> {
+fn backward_slice(g: &NDArray, begin: String, end: String, step: String, shape: &[usize]) -> Result<NDArray> {
     crate::ops::util::call(
         "_backward_slice",
         &[g],
@@ -157,16 +125,8 @@ fn backward_slice(
 
 fn slice_attrs(op: OpDef, begin_required: bool) -> OpDef {
     let op = if begin_required {
-        op.attr(AttrSpec::required(
-            "begin",
-            AttrKind::Str,
-            "first index per axis, e.g. (0, None)",
-        ))
-        .attr(AttrSpec::required(
-            "end",
-            AttrKind::Str,
-            "end index (exclusive) per axis, e.g. (None, -1)",
-        ))
+        op.attr(AttrSpec::required("begin", AttrKind::Str, "first index per axis, e.g. (0, None)"))
+            .attr(AttrSpec::required("end", AttrKind::Str, "end index (exclusive) per axis, e.g. (None, -1)"))
     } else {
         op
     };
@@ -233,7 +193,13 @@ pub(super) fn register() {
                 let mut end = vec![None; axis + 1];
                 begin[axis] = Some(g.attrs.int("begin")?);
                 end[axis] = g.attrs.opt_int("end")?;
-                let dx = backward_slice(&g.out_grads[0], format_opt_tuple(&begin), format_opt_tuple(&end), "()".into(), x.shape())?;
+                let dx = backward_slice(
+                    &g.out_grads[0],
+                    format_opt_tuple(&begin),
+                    format_opt_tuple(&end),
+                    "()".into(),
+                    x.shape(),
+                )?;
                 Ok(vec![Some(dx)])
             }),
     );
@@ -294,14 +260,8 @@ mod tests {
 
     #[test]
     fn parses_tuples_with_none() {
-        assert_eq!(
-            parse_opt_tuple("(0, None)", "begin").unwrap(),
-            vec![Some(0), None]
-        );
-        assert_eq!(
-            parse_opt_tuple("[1,-1]", "begin").unwrap(),
-            vec![Some(1), Some(-1)]
-        );
+        assert_eq!(parse_opt_tuple("(0, None)", "begin").unwrap(), vec![Some(0), None]);
+        assert_eq!(parse_opt_tuple("[1,-1]", "begin").unwrap(), vec![Some(1), Some(-1)]);
         assert_eq!(parse_opt_tuple("(2,)", "begin").unwrap(), vec![Some(2)]);
         assert_eq!(parse_opt_tuple("3", "begin").unwrap(), vec![Some(3)]);
         assert_eq!(parse_opt_tuple("()", "begin").unwrap(), vec![]);
@@ -316,9 +276,7 @@ mod tests {
 
     /// x[b0:e0:s0, b1:e1:s1] of a 2-d row-major array, with plain index loops.
     fn slice2(v: &[f64], cols: usize, rows: &[usize], keep: &[usize]) -> Vec<f64> {
-        rows.iter()
-            .flat_map(|r| keep.iter().map(move |c| v[r * cols + c]))
-            .collect()
+        rows.iter().flat_map(|r| keep.iter().map(move |c| v[r * cols + c])).collect()
     }
 
     #[test]
@@ -336,10 +294,7 @@ mod tests {
         assert_eq!(y.shape(), &[3, 3]);
         assert_eq!(vals(&y), slice2(&v, 4, &[0, 1, 2], &[3, 2, 1]));
         let y = call("(None,)", "(None,)", Some("(-2,)"));
-        assert_eq!(
-            (y.shape(), vals(&y)),
-            (&[2usize, 4][..], slice2(&v, 4, &[2, 0], &[0, 1, 2, 3]))
-        );
+        assert_eq!((y.shape(), vals(&y)), (&[2usize, 4][..], slice2(&v, 4, &[2, 0], &[0, 1, 2, 3])));
         let y = call("(1, -3)", "(None, None)", None);
         assert_eq!(vals(&y), slice2(&v, 4, &[1, 2], &[1, 2, 3]));
         let y = call("(0, 1)", "(3, 4)", Some("(2, 2)"));
@@ -347,34 +302,21 @@ mod tests {
         let y = call("(-1, None)", "(-4, None)", Some("(-1, -3)"));
         assert_eq!(vals(&y), slice2(&v, 4, &[2, 1, 0], &[3, 0]));
         // typed tuples are accepted too
-        let y = invoke1(
-            "slice",
-            &[&x],
-            &[("begin", vec![1i64].into()), ("end", vec![3i64].into())],
-        )
-        .unwrap();
+        let y = invoke1("slice", &[&x], &[("begin", vec![1i64].into()), ("end", vec![3i64].into())]).unwrap();
         assert_eq!(vals(&y), slice2(&v, 4, &[1, 2], &[0, 1, 2, 3]));
         // strided inputs are read in place
         let t = x.transpose(None).unwrap();
         let y = invoke1(
             "slice",
             &[&t],
-            &[
-                ("begin", "(1, None)".into()),
-                ("end", "(None, None)".into()),
-                ("step", "(2, -1)".into()),
-            ],
+            &[("begin", "(1, None)".into()), ("end", "(None, None)".into()), ("step", "(2, -1)".into())],
         )
         .unwrap();
         assert_eq!(vals(&y), vec![9., 5., 1., 11., 7., 3.]);
         let y = invoke1(
             "slice_axis",
             &[&t],
-            &[
-                ("axis", 1i64.into()),
-                ("begin", 1i64.into()),
-                ("end", 2i64.into()),
-            ],
+            &[("axis", 1i64.into()), ("begin", 1i64.into()), ("end", 2i64.into())],
         )
         .unwrap();
         assert_eq!(vals(&y), vec![4., 5., 6., 7.]);
@@ -382,28 +324,17 @@ mod tests {
         assert_eq!(call("(2,)", "(1,)", None).shape(), &[0, 4]);
         // f32 and int
         let xf = cast(&x, DType::F32);
-        let yf = invoke1(
-            "slice",
-            &[&xf],
-            &[("begin", "(None, 1)".into()), ("end", "(1, None)".into())],
-        )
-        .unwrap();
+        let yf =
+            invoke1("slice", &[&xf], &[("begin", "(None, 1)".into()), ("end", "(1, None)".into())]).unwrap();
         assert_eq!(yf.to_vec::<f32>().unwrap(), vec![1., 2., 3.]);
         let xi = cast(&x, DType::I32);
         let yi = invoke1(
             "slice",
             &[&xi],
-            &[
-                ("begin", "(None, None)".into()),
-                ("end", "(None, None)".into()),
-                ("step", "(-1, -1)".into()),
-            ],
+            &[("begin", "(None, None)".into()), ("end", "(None, None)".into()), ("step", "(-1, -1)".into())],
         )
         .unwrap();
-        assert_eq!(
-            yi.to_vec::<i32>().unwrap(),
-            (0..12).rev().collect::<Vec<i32>>()
-        );
+        assert_eq!(yi.to_vec::<i32>().unwrap(), (0..12).rev().collect::<Vec<i32>>());
     }
 
     #[test]
@@ -420,19 +351,11 @@ mod tests {
             .attr("step", "(-2, 1)")
             .run()
             .unwrap();
-        OpChecker::new("slice", &[sample(&[4, 3])])
-            .attr("begin", "(1,)")
-            .attr("end", "(3,)")
-            .run()
-            .unwrap();
+        OpChecker::new("slice", &[sample(&[4, 3])]).attr("begin", "(1,)").attr("end", "(3,)").run().unwrap();
         check_second_order(
             "slice",
             &[sample(&[4, 3])],
-            &[
-                ("begin", "(None, 2)".into()),
-                ("end", "(None, None)".into()),
-                ("step", "(-1, -2)".into()),
-            ],
+            &[("begin", "(None, 2)".into()), ("end", "(None, None)".into()), ("step", "(-1, -2)".into())],
         );
         let slice_attrs = [
             ("begin", AttrValue::from("(None, 2)")),
@@ -470,43 +393,24 @@ mod tests {
     #[test]
     fn slice_errors_name_the_problem() {
         let x = iota(&[3, 4]);
-        let e = err_msg(invoke1(
-            "slice",
-            &[&x],
-            &[("begin", "(0, 0)".into()), ("end", "(1,)".into())],
-        ));
+        let e = err_msg(invoke1("slice", &[&x], &[("begin", "(0, 0)".into()), ("end", "(1,)".into())]));
         assert!(e.contains("end") && e.contains("as many"), "{e}");
         let e = err_msg(invoke1(
             "slice",
             &[&x],
-            &[
-                ("begin", "(0,)".into()),
-                ("end", "(1,)".into()),
-                ("step", "(0,)".into()),
-            ],
+            &[("begin", "(0,)".into()), ("end", "(1,)".into()), ("step", "(0,)".into())],
         ));
         assert!(e.contains("step") && e.contains("zero"), "{e}");
-        let e = err_msg(invoke1(
-            "slice",
-            &[&x],
-            &[("begin", "(0, 0, 0)".into()), ("end", "(1, 1, 1)".into())],
-        ));
+        let e =
+            err_msg(invoke1("slice", &[&x], &[("begin", "(0, 0, 0)".into()), ("end", "(1, 1, 1)".into())]));
         assert!(e.contains("3 entries") && e.contains("rank 2"), "{e}");
-        let e = err_msg(invoke1(
-            "slice",
-            &[&x],
-            &[("begin", "(a,)".into()), ("end", "(1,)".into())],
-        ));
+        let e = err_msg(invoke1("slice", &[&x], &[("begin", "(a,)".into()), ("end", "(1,)".into())]));
         assert!(e.contains("begin"), "{e}");
         assert!(err_msg(invoke1("slice", &[&x], &[("end", "(1,)".into())])).contains("begin"));
         let e = err_msg(invoke1(
             "slice_axis",
             &[&x],
-            &[
-                ("axis", 2i64.into()),
-                ("begin", 0i64.into()),
-                ("end", AttrValue::None),
-            ],
+            &[("axis", 2i64.into()), ("begin", 0i64.into()), ("end", AttrValue::None)],
         ));
         assert!(e.contains("axis 2") && e.contains("out of range"), "{e}");
     }
@@ -518,39 +422,24 @@ mod tests {
         let y = invoke1(
             "slice_axis",
             &[&x],
-            &[
-                ("axis", 1i64.into()),
-                ("begin", 1i64.into()),
-                ("end", 3i64.into()),
-            ],
+            &[("axis", 1i64.into()), ("begin", 1i64.into()), ("end", 3i64.into())],
         )
         .unwrap();
         assert_eq!(vals(&y), slice2(&v, 4, &[0, 1, 2], &[1, 2]));
         let y = invoke1(
             "slice_axis",
             &[&x],
-            &[
-                ("axis", (-2i64).into()),
-                ("begin", (-2i64).into()),
-                ("end", "None".into()),
-            ],
+            &[("axis", (-2i64).into()), ("begin", (-2i64).into()), ("end", "None".into())],
         )
         .unwrap();
         assert_eq!(vals(&y), slice2(&v, 4, &[1, 2], &[0, 1, 2, 3]));
         let yh = invoke1(
             "slice_axis",
             &[&cast(&x, DType::BF16)],
-            &[
-                ("axis", 0i64.into()),
-                ("begin", 2i64.into()),
-                ("end", AttrValue::None),
-            ],
+            &[("axis", 0i64.into()), ("begin", 2i64.into()), ("end", AttrValue::None)],
         )
         .unwrap();
-        assert_eq!(
-            (yh.dtype(), vals(&yh)),
-            (DType::BF16, vec![8., 9., 10., 11.])
-        );
+        assert_eq!((yh.dtype(), vals(&yh)), (DType::BF16, vec![8., 9., 10., 11.]));
         OpChecker::new("slice_axis", &[sample(&[3, 4])])
             .attr("axis", 1i64)
             .attr("begin", 1i64)
@@ -566,11 +455,7 @@ mod tests {
         check_second_order(
             "slice_axis",
             &[sample(&[3, 4])],
-            &[
-                ("axis", 1i64.into()),
-                ("begin", 1i64.into()),
-                ("end", (-1i64).into()),
-            ],
+            &[("axis", 1i64.into()), ("begin", 1i64.into()), ("end", (-1i64).into())],
         );
     }
 }

@@ -4,9 +4,7 @@ use super::reshape::lhs_dtype;
 use super::{check_size, ints_attr, set_shape};
 use crate::ops::util::store_slice;
 use crate::shape::{normalize_axis, Shape};
-use crate::{
-    registry, AttrKind, AttrSpec, AttrValue, Attrs, Element, Error, NDArray, OpDef, Req, Result,
-};
+use crate::{registry, AttrKind, AttrSpec, AttrValue, Attrs, Element, Error, NDArray, OpDef, Req, Result};
 
 const MODES: [&str; 3] = ["clip", "wrap", "raise"];
 
@@ -17,9 +15,7 @@ fn resolve_indices(indices: &NDArray, n: usize, axis: usize, mode: &str) -> Resu
         return Ok(Vec::new());
     }
     if n == 0 {
-        return Err(Error::Shape(format!(
-            "take: cannot take indices from axis {axis}, whose extent is 0"
-        )));
+        return Err(Error::Shape(format!("take: cannot take indices from axis {axis}, whose extent is 0")));
     }
     let n_i = n as i64;
     raw.iter()
@@ -43,27 +39,16 @@ fn resolve_indices(indices: &NDArray, n: usize, axis: usize, mode: &str) -> Resu
 
 /// (outer, n, inner) of `shape` around `axis`.
 fn split_at_axis(shape: &[usize], axis: usize) -> (usize, usize, usize) {
-    (
-        shape[..axis].iter().product(),
-        shape[axis],
-        shape[axis + 1..].iter().product(),
-    )
+    (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product())
 }
 
 /// The output shape of `take`: a[..axis] + indices + a[axis+1..].
 fn take_shape(a: &[usize], idx: &[usize], attrs: &Attrs) -> Result<(usize, Shape)> {
     if a.is_empty() {
-        return Err(Error::Shape(
-            "take: the data must have rank at least 1, got a 0-d array".into(),
-        ));
+        return Err(Error::Shape("take: the data must have rank at least 1, got a 0-d array".into()));
     }
     let axis = normalize_axis(attrs.int("axis")?, a.len())?;
-    let s: Shape = a[..axis]
-        .iter()
-        .chain(idx)
-        .chain(&a[axis + 1..])
-        .copied()
-        .collect();
+    let s: Shape = a[..axis].iter().chain(idx).chain(&a[axis + 1..]).copied().collect();
     Ok((axis, s))
 }
 
@@ -221,22 +206,11 @@ mod tests {
         }
         assert_eq!(vals(&y), want);
         // a 0-d index drops the axis; integer indices and data work
-        let y = invoke1(
-            "take",
-            &[&cast(&a, DType::I32), &NDArray::scalar(1i64)],
-            &[("axis", (-1i64).into())],
-        )
-        .unwrap();
-        assert_eq!(
-            (y.shape(), y.to_vec::<i32>().unwrap()),
-            (&[4usize][..], vec![1, 4, 7, 10])
-        );
-        let y = invoke1(
-            "take",
-            &[&cast(&a, DType::F16), &cast(&idx(&[3.], &[1]), DType::I32)],
-            &[],
-        )
-        .unwrap();
+        let y =
+            invoke1("take", &[&cast(&a, DType::I32), &NDArray::scalar(1i64)], &[("axis", (-1i64).into())])
+                .unwrap();
+        assert_eq!((y.shape(), y.to_vec::<i32>().unwrap()), (&[4usize][..], vec![1, 4, 7, 10]));
+        let y = invoke1("take", &[&cast(&a, DType::F16), &cast(&idx(&[3.], &[1]), DType::I32)], &[]).unwrap();
         assert_eq!((y.dtype(), vals(&y)), (DType::F16, vec![9., 10., 11.]));
     }
 
@@ -249,16 +223,8 @@ mod tests {
         let wrap = invoke1("take", &[&a, &i], &[("mode", "wrap".into())]).unwrap();
         assert_eq!(vals(&wrap), vec![3., 1., 0., 1., 3.]);
         let e = err_msg(invoke1("take", &[&a, &i], &[("mode", "raise".into())]));
-        assert!(
-            e.contains("index 5") && e.contains("out of range") && e.contains("extent 4"),
-            "{e}"
-        );
-        let ok = invoke1(
-            "take",
-            &[&a, &idx(&[-1., 3., -4.], &[3])],
-            &[("mode", "raise".into())],
-        )
-        .unwrap();
+        assert!(e.contains("index 5") && e.contains("out of range") && e.contains("extent 4"), "{e}");
+        let ok = invoke1("take", &[&a, &idx(&[-1., 3., -4.], &[3])], &[("mode", "raise".into())]).unwrap();
         assert_eq!(vals(&ok), vec![3., 3., 0.]);
         let e = err_msg(invoke1("take", &[&a, &i], &[("mode", "nearest".into())]));
         assert!(e.contains("mode") && e.contains("clip"), "{e}");
@@ -289,25 +255,14 @@ mod tests {
             .no_grad(&[1])
             .run()
             .unwrap();
-        check_second_order(
-            "take",
-            &[sample(&[4, 3]), idx(&[3., 3., 1.], &[3])],
-            &[("axis", 0i64.into())],
-        );
+        check_second_order("take", &[sample(&[4, 3]), idx(&[3., 3., 1.], &[3])], &[("axis", 0i64.into())]);
         let bt = [("axis", AttrValue::Int(1)), ("shape", "(2, 3)".into())];
-        OpChecker::new(
-            "_backward_take",
-            &[sample(&[2, 4]), idx(&[0., 2., 2., 1.], &[4])],
-        )
-        .attr(bt[0].0, bt[0].1.clone())
-        .attr(bt[1].0, bt[1].1.clone())
-        .no_grad(&[1])
-        .run()
-        .unwrap();
-        check_second_order(
-            "_backward_take",
-            &[sample(&[2, 4]), idx(&[0., 2., 2., 1.], &[4])],
-            &bt,
-        );
+        OpChecker::new("_backward_take", &[sample(&[2, 4]), idx(&[0., 2., 2., 1.], &[4])])
+            .attr(bt[0].0, bt[0].1.clone())
+            .attr(bt[1].0, bt[1].1.clone())
+            .no_grad(&[1])
+            .run()
+            .unwrap();
+        check_second_order("_backward_take", &[sample(&[2, 4]), idx(&[0., 2., 2., 1.], &[4])], &bt);
     }
 }

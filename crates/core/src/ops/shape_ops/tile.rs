@@ -23,31 +23,18 @@ struct Plan {
 
 fn tile_plan(x: &[usize], reps: &[i64]) -> Result<Plan> {
     if let Some(r) = reps.iter().find(|r| **r < 0) {
-        return Err(Error::attr(
-            "reps",
-            format!("repetitions must be non-negative, got {r} in {reps:?}"),
-        ));
+        return Err(Error::attr("reps", format!("repetitions must be non-negative, got {r} in {reps:?}")));
     }
     let m = x.len().max(reps.len());
-    let xs: Vec<usize> = std::iter::repeat_n(1, m - x.len())
-        .chain(x.iter().copied())
-        .collect();
-    let rs: Vec<usize> = std::iter::repeat_n(1, m - reps.len())
-        .chain(reps.iter().map(|r| *r as usize))
-        .collect();
-    let mut plan = Plan {
-        src: Shape::new(),
-        full: Shape::new(),
-        out: Shape::new(),
-        sum_axes: Vec::new(),
-    };
+    let xs: Vec<usize> = std::iter::repeat_n(1, m - x.len()).chain(x.iter().copied()).collect();
+    let rs: Vec<usize> =
+        std::iter::repeat_n(1, m - reps.len()).chain(reps.iter().map(|r| *r as usize)).collect();
+    let mut plan = Plan { src: Shape::new(), full: Shape::new(), out: Shape::new(), sum_axes: Vec::new() };
     for i in 0..m {
         plan.src.extend([1, xs[i]]);
         plan.full.extend([rs[i], xs[i]]);
         plan.out.push(
-            rs[i]
-                .checked_mul(xs[i])
-                .ok_or_else(|| Error::attr("reps", format!("{reps:?} is too large")))?,
+            rs[i].checked_mul(xs[i]).ok_or_else(|| Error::attr("reps", format!("{reps:?} is too large")))?,
         );
         if rs[i] != 1 {
             plan.sum_axes.push(2 * i);
@@ -59,8 +46,8 @@ fn tile_plan(x: &[usize], reps: &[i64]) -> Result<Plan> {
 
 fn repeat_plan(x: &[usize], attrs: &Attrs) -> Result<Plan> {
     let r = attrs.int("repeats")?;
-    let r = usize::try_from(r)
-        .map_err(|_| Error::attr("repeats", format!("must be non-negative, got {r}")))?;
+    let r =
+        usize::try_from(r).map_err(|_| Error::attr("repeats", format!("must be non-negative, got {r}")))?;
     let (pre, d, post): (Vec<usize>, usize, Vec<usize>) = match attrs.opt_int("axis")? {
         None => (vec![], x.iter().product(), vec![]),
         Some(a) => {
@@ -69,9 +56,7 @@ fn repeat_plan(x: &[usize], attrs: &Attrs) -> Result<Plan> {
         }
     };
     let build = |mid: &[usize]| -> Shape { pre.iter().chain(mid).chain(&post).copied().collect() };
-    let dr = d
-        .checked_mul(r)
-        .ok_or_else(|| Error::attr("repeats", format!("{r} is too large")))?;
+    let dr = d.checked_mul(r).ok_or_else(|| Error::attr("repeats", format!("{r} is too large")))?;
     check_size(&build(&[dr]), "repeat")?;
     Ok(Plan {
         src: build(&[d, 1]),
@@ -99,9 +84,7 @@ fn plan_grad(g: &NDArray, x: &NDArray, plan: &Plan) -> Result<NDArray> {
 /// The axes of `to` over which an array of shape `from` was broadcast.
 fn broadcast_axes(from: &[usize], to: &[usize]) -> Vec<usize> {
     let lead = to.len() - from.len();
-    (0..to.len())
-        .filter(|&i| i < lead || (from[i - lead] == 1 && to[i] != 1))
-        .collect()
+    (0..to.len()).filter(|&i| i < lead || (from[i - lead] == 1 && to[i] != 1)).collect()
 }
 
 /// The target of `broadcast_to`: `shape` with 0 keeping the input's extent.
@@ -135,10 +118,7 @@ fn broadcast_like_shape(lhs: &[usize], rhs: &[usize], attrs: &Attrs) -> Result<S
     match (attrs.opt_ints("lhs_axes")?, attrs.opt_ints("rhs_axes")?) {
         (None, None) => {
             let ok = lhs.len() <= rhs.len()
-                && lhs
-                    .iter()
-                    .zip(&rhs[rhs.len() - lhs.len()..])
-                    .all(|(l, r)| l == r || *l == 1);
+                && lhs.iter().zip(&rhs[rhs.len() - lhs.len()..]).all(|(l, r)| l == r || *l == 1);
             if !ok {
                 return Err(Error::Shape(format!(
                     "broadcast_like: cannot broadcast lhs of shape {lhs:?} to rhs's shape {rhs:?}"
@@ -161,10 +141,7 @@ fn broadcast_like_shape(lhs: &[usize], rhs: &[usize], attrs: &Attrs) -> Result<S
             }
             Ok(out)
         }
-        _ => Err(Error::attr(
-            "rhs_axes",
-            "lhs_axes and rhs_axes must both be given, with as many entries",
-        )),
+        _ => Err(Error::attr("rhs_axes", "lhs_axes and rhs_axes must both be given, with as many entries")),
     }
 }
 
@@ -189,14 +166,8 @@ pub(super) fn register() {
 
     registry::register(
         OpDef::new("repeat")
-            .doc(
-                "Repeats each element `repeats` times along `axis` (None: of the flattened array).",
-            )
-            .attr(AttrSpec::required(
-                "repeats",
-                AttrKind::Int,
-                "repetitions of each element",
-            ))
+            .doc("Repeats each element `repeats` times along `axis` (None: of the flattened array).")
+            .attr(AttrSpec::required("repeats", AttrKind::Int, "repetitions of each element"))
             .attr(AttrSpec::optional(
                 "axis",
                 AttrKind::OptInt,
@@ -205,11 +176,7 @@ pub(super) fn register() {
             ))
             .infer_shape(|attrs, ins, outs| {
                 let Some(x) = &ins[0] else { return Ok(()) };
-                set_shape(
-                    &mut outs[0],
-                    repeat_plan(x, attrs)?.out,
-                    "the output of repeat",
-                )
+                set_shape(&mut outs[0], repeat_plan(x, attrs)?.out, "the output of repeat")
             })
             .forward(|ctx, inputs, outputs| {
                 let plan = repeat_plan(inputs[0].shape(), ctx.attrs)?;
@@ -227,7 +194,11 @@ pub(super) fn register() {
             .attr(AttrSpec::required("shape", AttrKind::Ints, "the target shape"))
             .infer_shape(|attrs, ins, outs| {
                 let Some(x) = &ins[0] else { return Ok(()) };
-                set_shape(&mut outs[0], broadcast_target(x, attrs.ints("shape")?)?, "the output of broadcast_to")
+                set_shape(
+                    &mut outs[0],
+                    broadcast_target(x, attrs.ints("shape")?)?,
+                    "the output of broadcast_to",
+                )
             })
             .accepts_strided()
             .forward(|ctx, inputs, outputs| {
@@ -276,12 +247,7 @@ mod tests {
             let _r = autograd::record();
             (
                 invoke1("tile", &[&x], &[("reps", "(0, 1)".into())]).unwrap(),
-                invoke1(
-                    "repeat",
-                    &[&x],
-                    &[("repeats", 0i64.into()), ("axis", 1i64.into())],
-                )
-                .unwrap(),
+                invoke1("repeat", &[&x], &[("repeats", 0i64.into()), ("axis", 1i64.into())]).unwrap(),
             )
         };
         assert_eq!((t.shape(), r.shape()), (&[0usize, 3][..], &[2usize, 0][..]));
@@ -291,22 +257,12 @@ mod tests {
         assert_eq!(vals(&x.grad().unwrap()), vec![0.0; 6]);
         let z = NDArray::zeros(&[0, 2], DType::F32, crate::Device::Cpu).unwrap();
         assert_eq!(
-            invoke1("broadcast_to", &[&z], &[("shape", "(3, 0, 2)".into())])
-                .unwrap()
-                .shape(),
+            invoke1("broadcast_to", &[&z], &[("shape", "(3, 0, 2)".into())]).unwrap().shape(),
             &[3, 0, 2]
         );
-        let e = err_msg(invoke1(
-            "tile",
-            &[&x],
-            &[("reps", AttrValue::Ints(vec![1 << 62, 1 << 62]))],
-        ));
+        let e = err_msg(invoke1("tile", &[&x], &[("reps", AttrValue::Ints(vec![1 << 62, 1 << 62]))]));
         assert!(e.contains("too large"), "{e}");
-        let e = err_msg(invoke1(
-            "repeat",
-            &[&x],
-            &[("repeats", (1i64 << 62).into())],
-        ));
+        let e = err_msg(invoke1("repeat", &[&x], &[("repeats", (1i64 << 62).into())]));
         assert!(e.contains("too large"), "{e}");
     }
 
@@ -315,10 +271,7 @@ mod tests {
         let x = iota(&[2, 3]);
         let y = invoke1("tile", &[&x], &[("reps", "(2,)".into())]).unwrap();
         assert_eq!(y.shape(), &[2, 6]);
-        assert_eq!(
-            vals(&y),
-            vec![0., 1., 2., 0., 1., 2., 3., 4., 5., 3., 4., 5.]
-        );
+        assert_eq!(vals(&y), vec![0., 1., 2., 0., 1., 2., 3., 4., 5., 3., 4., 5.]);
         let y = invoke1("tile", &[&x], &[("reps", "(2, 1, 2)".into())]).unwrap();
         assert_eq!(y.shape(), &[2, 2, 6]);
         let mut want = vec![];
@@ -332,32 +285,13 @@ mod tests {
             }
         }
         assert_eq!(vals(&y), want);
-        let yi = invoke1(
-            "tile",
-            &[&cast(&x, DType::I64)],
-            &[("reps", "(2, 1)".into())],
-        )
-        .unwrap();
-        assert_eq!(
-            yi.to_vec::<i64>().unwrap(),
-            vec![0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5]
-        );
-        assert_eq!(
-            invoke1("tile", &[&x], &[("reps", "(0, 2)".into())])
-                .unwrap()
-                .shape(),
-            &[0, 6]
-        );
+        let yi = invoke1("tile", &[&cast(&x, DType::I64)], &[("reps", "(2, 1)".into())]).unwrap();
+        assert_eq!(yi.to_vec::<i64>().unwrap(), vec![0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5]);
+        assert_eq!(invoke1("tile", &[&x], &[("reps", "(0, 2)".into())]).unwrap().shape(), &[0, 6]);
         let e = err_msg(invoke1("tile", &[&x], &[("reps", "(-1,)".into())]));
         assert!(e.contains("reps") && e.contains("non-negative"), "{e}");
-        OpChecker::new("tile", &[sample(&[2, 3])])
-            .attr("reps", "(2, 1, 2)")
-            .run()
-            .unwrap();
-        OpChecker::new("tile", &[sample(&[3, 1])])
-            .attr("reps", "(1,)")
-            .run()
-            .unwrap();
+        OpChecker::new("tile", &[sample(&[2, 3])]).attr("reps", "(2, 1, 2)").run().unwrap();
+        OpChecker::new("tile", &[sample(&[3, 1])]).attr("reps", "(1,)").run().unwrap();
         check_second_order("tile", &[sample(&[2, 3])], &[("reps", "(3, 2)".into())]);
     }
 
@@ -366,20 +300,9 @@ mod tests {
         let x = iota(&[2, 3]);
         let y = invoke1("repeat", &[&x], &[("repeats", 2i64.into())]).unwrap();
         assert_eq!(y.shape(), &[12]);
-        assert_eq!(
-            vals(&y),
-            (0..12).map(|i| (i / 2) as f64).collect::<Vec<_>>()
-        );
-        let y = invoke1(
-            "repeat",
-            &[&x],
-            &[("repeats", 2i64.into()), ("axis", 0i64.into())],
-        )
-        .unwrap();
-        assert_eq!(
-            vals(&y),
-            vec![0., 1., 2., 0., 1., 2., 3., 4., 5., 3., 4., 5.]
-        );
+        assert_eq!(vals(&y), (0..12).map(|i| (i / 2) as f64).collect::<Vec<_>>());
+        let y = invoke1("repeat", &[&x], &[("repeats", 2i64.into()), ("axis", 0i64.into())]).unwrap();
+        assert_eq!(vals(&y), vec![0., 1., 2., 0., 1., 2., 3., 4., 5., 3., 4., 5.]);
         let y = invoke1(
             "repeat",
             &[&cast(&x, DType::F32)],
@@ -388,29 +311,12 @@ mod tests {
         .unwrap();
         assert_eq!(y.shape(), &[2, 9]);
         assert_eq!(y.to_vec::<f32>().unwrap()[..6], [0., 0., 0., 1., 1., 1.]);
-        let e = err_msg(invoke1(
-            "repeat",
-            &[&x],
-            &[("repeats", 2i64.into()), ("axis", 2i64.into())],
-        ));
+        let e = err_msg(invoke1("repeat", &[&x], &[("repeats", 2i64.into()), ("axis", 2i64.into())]));
         assert!(e.contains("axis 2") && e.contains("out of range"), "{e}");
-        assert!(
-            err_msg(invoke1("repeat", &[&x], &[("repeats", (-2i64).into())])).contains("repeats")
-        );
-        OpChecker::new("repeat", &[sample(&[2, 3])])
-            .attr("repeats", 3i64)
-            .attr("axis", 1i64)
-            .run()
-            .unwrap();
-        OpChecker::new("repeat", &[sample(&[2, 2])])
-            .attr("repeats", 2i64)
-            .run()
-            .unwrap();
-        check_second_order(
-            "repeat",
-            &[sample(&[2, 3])],
-            &[("repeats", 2i64.into()), ("axis", 0i64.into())],
-        );
+        assert!(err_msg(invoke1("repeat", &[&x], &[("repeats", (-2i64).into())])).contains("repeats"));
+        OpChecker::new("repeat", &[sample(&[2, 3])]).attr("repeats", 3i64).attr("axis", 1i64).run().unwrap();
+        OpChecker::new("repeat", &[sample(&[2, 2])]).attr("repeats", 2i64).run().unwrap();
+        check_second_order("repeat", &[sample(&[2, 3])], &[("repeats", 2i64.into()), ("axis", 0i64.into())]);
     }
 
     #[test]
@@ -418,50 +324,19 @@ mod tests {
         let x = iota(&[3, 1]);
         let y = invoke1("broadcast_to", &[&x], &[("shape", "(0, 4)".into())]).unwrap();
         assert_eq!(y.shape(), &[3, 4]);
-        assert_eq!(
-            vals(&y),
-            (0..12).map(|i| (i / 4) as f64).collect::<Vec<_>>()
-        );
+        assert_eq!(vals(&y), (0..12).map(|i| (i / 4) as f64).collect::<Vec<_>>());
         let y = invoke1("broadcast_to", &[&x], &[("shape", "(2, 3, 2)".into())]).unwrap();
-        assert_eq!(
-            vals(&y),
-            vec![0., 0., 1., 1., 2., 2., 0., 0., 1., 1., 2., 2.]
-        );
-        let yb = invoke1(
-            "broadcast_to",
-            &[&cast(&x, DType::BF16)],
-            &[("shape", "(3, 2)".into())],
-        )
-        .unwrap();
-        assert_eq!(
-            (yb.dtype(), vals(&yb)),
-            (DType::BF16, vec![0., 0., 1., 1., 2., 2.])
-        );
-        let e = err_msg(invoke1(
-            "broadcast_to",
-            &[&x],
-            &[("shape", "(4, 4)".into())],
-        ));
+        assert_eq!(vals(&y), vec![0., 0., 1., 1., 2., 2., 0., 0., 1., 1., 2., 2.]);
+        let yb = invoke1("broadcast_to", &[&cast(&x, DType::BF16)], &[("shape", "(3, 2)".into())]).unwrap();
+        assert_eq!((yb.dtype(), vals(&yb)), (DType::BF16, vec![0., 0., 1., 1., 2., 2.]));
+        let e = err_msg(invoke1("broadcast_to", &[&x], &[("shape", "(4, 4)".into())]));
         assert!(e.contains("cannot broadcast shape [3, 1]"), "{e}");
-        assert!(invoke1(
-            "broadcast_to",
-            &[&x],
-            &[("shape", "(0, 4)".into()), ("reverse", true.into())]
-        )
-        .is_err());
-        OpChecker::new("broadcast_to", &[sample(&[3, 1])])
-            .attr("shape", "(2, 0, 4)")
-            .run()
-            .unwrap();
-        OpChecker::new("broadcast_to", &[sample(&[1, 2])])
-            .attr("shape", "(3, 2)")
-            .run()
-            .unwrap();
-        check_second_order(
-            "broadcast_to",
-            &[sample(&[3, 1])],
-            &[("shape", "(2, 3, 2)".into())],
+        assert!(
+            invoke1("broadcast_to", &[&x], &[("shape", "(0, 4)".into()), ("reverse", true.into())]).is_err()
         );
+        OpChecker::new("broadcast_to", &[sample(&[3, 1])]).attr("shape", "(2, 0, 4)").run().unwrap();
+        OpChecker::new("broadcast_to", &[sample(&[1, 2])]).attr("shape", "(3, 2)").run().unwrap();
+        check_second_order("broadcast_to", &[sample(&[3, 1])], &[("shape", "(2, 3, 2)".into())]);
 
         let l = iota(&[1, 3]);
         let y = invoke1("broadcast_like", &[&l, &iota(&[2, 3])], &[]).unwrap();
@@ -475,16 +350,8 @@ mod tests {
         assert_eq!(y.shape(), &[4, 3]);
         let e = err_msg(invoke1("broadcast_like", &[&l, &iota(&[2, 4])], &[]));
         assert!(e.contains("broadcast_like") && e.contains("[1, 3]"), "{e}");
-        assert!(invoke1(
-            "broadcast_like",
-            &[&l, &iota(&[2, 4])],
-            &[("lhs_axes", "(0,)".into())]
-        )
-        .is_err());
-        OpChecker::new("broadcast_like", &[sample(&[1, 3]), sample(&[2, 2, 3])])
-            .no_grad(&[1])
-            .run()
-            .unwrap();
+        assert!(invoke1("broadcast_like", &[&l, &iota(&[2, 4])], &[("lhs_axes", "(0,)".into())]).is_err());
+        OpChecker::new("broadcast_like", &[sample(&[1, 3]), sample(&[2, 2, 3])]).no_grad(&[1]).run().unwrap();
         let e = err_msg(invoke1(
             "broadcast_to",
             &[&x],
@@ -494,10 +361,7 @@ mod tests {
         check_second_order(
             "broadcast_like",
             &[sample(&[2, 1]), sample(&[2, 3])],
-            &[
-                ("lhs_axes", AttrValue::Ints(vec![1])),
-                ("rhs_axes", AttrValue::Ints(vec![-1])),
-            ],
+            &[("lhs_axes", AttrValue::Ints(vec![1])), ("rhs_axes", AttrValue::Ints(vec![-1]))],
         );
     }
 }

@@ -92,13 +92,10 @@ float_fn!(Expm1, |x| x.exp_m1(), |x| x.exp_m1());
 float_fn!(Sqrt, |x| x.sqrt(), |x| x.sqrt());
 float_fn!(Rsqrt, |x| 1.0 / x.sqrt(), |x| 1.0 / x.sqrt());
 float_fn!(Reciprocal, |x| 1.0 / x, |x| 1.0 / x);
-float_fn!(Softrelu, |x| softrelu_f32(x), |x| x.max(0.0)
-    + (-x.abs()).exp().ln_1p());
-float_fn!(
-    Gelu,
-    |x| 0.5 * x * (1.0 + scalar::erf_f32(x * FRAC_1_SQRT_2_F32)),
-    |x| 0.5 * x * (1.0 + libm::erf(x * FRAC_1_SQRT_2))
-);
+float_fn!(Softrelu, |x| softrelu_f32(x), |x| x.max(0.0) + (-x.abs()).exp().ln_1p());
+float_fn!(Gelu, |x| 0.5 * x * (1.0 + scalar::erf_f32(x * FRAC_1_SQRT_2_F32)), |x| 0.5
+    * x
+    * (1.0 + libm::erf(x * FRAC_1_SQRT_2)));
 
 /// MXNet's sign: 1 for positive, -1 for negative, 0 for zero; NaN stays NaN.
 #[inline(always)]
@@ -121,11 +118,7 @@ fn softrelu_f32(x: f32) -> f32 {
     let t = scalar::exp_f32(-x.abs());
     let u = 1.0 + t;
     let d = u - 1.0;
-    let l = if d == 0.0 {
-        t
-    } else {
-        scalar::log_f32(u) * (t / d)
-    };
+    let l = if d == 0.0 { t } else { scalar::log_f32(u) * (t / d) };
     x.max(0.0) + l
 }
 
@@ -141,12 +134,7 @@ pub(crate) struct Clip {
 
 impl Clip {
     pub(crate) fn new(lo: f64, hi: f64) -> Clip {
-        Clip {
-            lo,
-            hi,
-            lo32: lo as f32,
-            hi32: hi as f32,
-        }
+        Clip { lo, hi, lo32: lo as f32, hi32: hi as f32 }
     }
 }
 

@@ -152,9 +152,7 @@ pub(crate) fn dtype_error(op: &str, dtype: DType, int_ok: bool) -> Error {
     } else {
         "floating-point dtypes (float32, float64, float16, bfloat16)"
     };
-    Error::DType(format!(
-        "`{op}` is not defined for {dtype}; it supports {supported}"
-    ))
+    Error::DType(format!("`{op}` is not defined for {dtype}; it supports {supported}"))
 }
 
 fn check_sizes(arrays: &[&NDArray], out: &NDArray) -> Result<()> {
@@ -174,13 +172,7 @@ fn check_sizes(arrays: &[&NDArray], out: &NDArray) -> Result<()> {
 
 /// Runs the one-input operator `k` (called `op` in errors) on `x` into `out`
 /// under `req`.
-pub(crate) fn unary_forward<K: UnaryFn>(
-    k: &K,
-    op: &str,
-    req: Req,
-    x: &NDArray,
-    out: &NDArray,
-) -> Result<()> {
+pub(crate) fn unary_forward<K: UnaryFn>(k: &K, op: &str, req: Req, x: &NDArray, out: &NDArray) -> Result<()> {
     if req == Req::Null {
         return Ok(());
     }
@@ -224,9 +216,7 @@ pub(crate) fn binary_forward<K: BinaryFn>(
 pub(crate) fn add_into<T: Element>(dst: &mut [T], src: &[T]) {
     let body = |d: &mut [T], s: &[T]| d.iter_mut().zip(s).for_each(|(d, s)| *d = d.add(*s));
     if dst.len() >= PAR_MIN {
-        dst.par_chunks_mut(PAR_CHUNK)
-            .zip(src.par_chunks(PAR_CHUNK))
-            .for_each(|(d, s)| body(d, s));
+        dst.par_chunks_mut(PAR_CHUNK).zip(src.par_chunks(PAR_CHUNK)).for_each(|(d, s)| body(d, s));
     } else {
         body(dst, src);
     }
@@ -234,12 +224,7 @@ pub(crate) fn add_into<T: Element>(dst: &mut [T], src: &[T]) {
 
 /// `out[i] = f(a[i], b[i])` (parallel for long slices).
 #[inline]
-pub(crate) fn zip_map<T: Copy + Send + Sync, F: Fn(T, T) -> T + Sync>(
-    a: &[T],
-    b: &[T],
-    out: &mut [T],
-    f: F,
-) {
+pub(crate) fn zip_map<T: Copy + Send + Sync, F: Fn(T, T) -> T + Sync>(a: &[T], b: &[T], out: &mut [T], f: F) {
     let body = |a: &[T], b: &[T], o: &mut [T]| {
         for ((o, &u), &v) in o.iter_mut().zip(a).zip(b) {
             *o = f(u, v);
@@ -299,15 +284,9 @@ fn source<'a, T: Element>(x: &'a NDArray, out: &NDArray, owned: &'a mut Vec<T>) 
 }
 
 /// Runs `body` over matching chunks, in parallel for long slices.
-fn chunked<T: Send + Sync, U: Send + Sync>(
-    src: &[T],
-    dst: &mut [U],
-    body: impl Fn(&[T], &mut [U]) + Sync,
-) {
+fn chunked<T: Send + Sync, U: Send + Sync>(src: &[T], dst: &mut [U], body: impl Fn(&[T], &mut [U]) + Sync) {
     if dst.len() >= PAR_MIN {
-        src.par_chunks(PAR_CHUNK)
-            .zip(dst.par_chunks_mut(PAR_CHUNK))
-            .for_each(|(s, d)| body(s, d));
+        src.par_chunks(PAR_CHUNK).zip(dst.par_chunks_mut(PAR_CHUNK)).for_each(|(s, d)| body(s, d));
     } else {
         body(src, dst);
     }
@@ -357,13 +336,9 @@ fn int_unary<T: IntElem, K: UnaryFn>(k: &K, req: Req, x: &NDArray, out: &NDArray
     let src = source::<T>(x, out, &mut owned)?;
     let dst = out.as_mut_slice::<T>()?;
     if req == Req::Add {
-        chunked(src, dst, |s, d| {
-            d.iter_mut().zip(s).for_each(|(o, v)| *o = o.add(k.int(*v)))
-        });
+        chunked(src, dst, |s, d| d.iter_mut().zip(s).for_each(|(o, v)| *o = o.add(k.int(*v))));
     } else {
-        chunked(src, dst, |s, d| {
-            d.iter_mut().zip(s).for_each(|(o, v)| *o = k.int(*v))
-        });
+        chunked(src, dst, |s, d| d.iter_mut().zip(s).for_each(|(o, v)| *o = k.int(*v)));
     }
     Ok(())
 }
@@ -387,11 +362,7 @@ fn native2<T: Element>(
             dst.copy_from_slice(&tmp);
         }
     } else {
-        f(
-            a.as_slice::<T>()?,
-            b.as_slice::<T>()?,
-            out.as_mut_slice::<T>()?,
-        );
+        f(a.as_slice::<T>()?, b.as_slice::<T>()?, out.as_mut_slice::<T>()?);
     }
     Ok(())
 }
@@ -411,11 +382,7 @@ where
         let mut ba = [0f32; HALF_BLOCK];
         let mut bb = [0f32; HALF_BLOCK];
         let mut bo = [0f32; HALF_BLOCK];
-        for ((ac, bc), dc) in a
-            .chunks(HALF_BLOCK)
-            .zip(b.chunks(HALF_BLOCK))
-            .zip(d.chunks_mut(HALF_BLOCK))
-        {
+        for ((ac, bc), dc) in a.chunks(HALF_BLOCK).zip(b.chunks(HALF_BLOCK)).zip(d.chunks_mut(HALF_BLOCK)) {
             let n = ac.len();
             for (t, v) in ba[..n].iter_mut().zip(ac) {
                 *t = v.to_compute();

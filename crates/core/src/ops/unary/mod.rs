@@ -22,8 +22,8 @@ use self::kernel::{binary_forward, unary_forward, BinaryFn, UnaryFn};
 use crate::autograd;
 use crate::ops::util::call;
 use crate::{
-    registry, AttrKind, AttrSpec, AttrValue, Attrs, Device, Element, Error, GradCtx, NDArray,
-    OpContext, OpDef, Req, Result,
+    registry, AttrKind, AttrSpec, AttrValue, Attrs, Device, Element, Error, GradCtx, NDArray, OpContext,
+    OpDef, Req, Result,
 };
 
 /// The one input, one output and request of a unary kernel call.
@@ -58,16 +58,12 @@ fn backward_op<K: BinaryFn + 'static>(
     second: &str,
     make: impl Fn(&Attrs) -> Result<K> + Send + Sync + 'static,
 ) -> OpDef {
-    OpDef::new(name)
-        .doc(doc)
-        .arguments(&["out_grad", second])
-        .forward(move |ctx, ins, outs| match (ins, outs, ctx.req) {
+    OpDef::new(name).doc(doc).arguments(&["out_grad", second]).forward(move |ctx, ins, outs| {
+        match (ins, outs, ctx.req) {
             ([g, s], [o], [r]) => binary_forward(&make(ctx.attrs)?, ctx.op_name, *r, g, s, o),
-            _ => Err(Error::Invalid(format!(
-                "`{}` takes two inputs and one output",
-                ctx.op_name
-            ))),
-        })
+            _ => Err(Error::Invalid(format!("`{}` takes two inputs and one output", ctx.op_name))),
+        }
+    })
 }
 
 /// A gradient rule for a one-input operator: `f(out_grad, input, output)`
@@ -81,9 +77,7 @@ fn rule(
         }
         match (g.out_grads, g.inputs, g.outputs) {
             ([og], [x], [y]) => Ok(vec![Some(f(og, x, y, g.attrs)?)]),
-            _ => Err(Error::Autograd(
-                "a unary gradient rule expects one input and one output".into(),
-            )),
+            _ => Err(Error::Autograd("a unary gradient rule expects one input and one output".into())),
         }
     }
 }
@@ -123,9 +117,7 @@ fn helper_rule(
 ) -> impl Fn(&GradCtx) -> Result<Vec<Option<NDArray>>> + Send + Sync + 'static {
     move |c: &GradCtx| {
         let ([og], [g, z]) = (c.out_grads, c.inputs) else {
-            return Err(Error::Autograd(format!(
-                "`{name}` expects two inputs and one output"
-            )));
+            return Err(Error::Autograd(format!("`{name}` expects two inputs and one output")));
         };
         let needs = |i: usize| c.needs_grad.get(i).copied().unwrap_or(false);
         let dg = if needs(0) {
@@ -179,111 +171,44 @@ pub(crate) fn register() {
         registry::register(def);
     };
 
-    reg(unary_op(
-        "negative",
-        "Numerical negative: -x, element-wise.",
-        Negative,
-    )
-    .grad_rule(rule(|g, _, _, _| op1("negative", g))));
+    reg(unary_op("negative", "Numerical negative: -x, element-wise.", Negative)
+        .grad_rule(rule(|g, _, _, _| op1("negative", g))));
     reg(unary_op("abs", "Absolute value |x|, element-wise.", Abs)
         .grad_rule(rule(|g, x, _, _| mul(g, &op1("sign", x)?))));
     reg(unary_op("sign", "Sign of x (-1, 0 or 1), element-wise.", Sign).zero_grad());
-    reg(unary_op("exp", "Exponential e^x, element-wise.", Exp)
-        .grad_rule(rule(|g, _, y, _| mul(g, y))));
+    reg(unary_op("exp", "Exponential e^x, element-wise.", Exp).grad_rule(rule(|g, _, y, _| mul(g, y))));
     reg(unary_op("log", "Natural logarithm, element-wise.", Log)
         .grad_rule(rule(|g, x, _, _| op2("elemwise_div", g, x))));
-    reg(unary_op(
-        "log1p",
-        "log(1 + x), element-wise, accurate for small x.",
-        Log1p,
-    )
-    .grad_rule(rule(|g, x, _, _| {
-        op2("elemwise_div", g, &with_scalar("_plus_scalar", x, 1.0)?)
+    reg(unary_op("log1p", "log(1 + x), element-wise, accurate for small x.", Log1p)
+        .grad_rule(rule(|g, x, _, _| op2("elemwise_div", g, &with_scalar("_plus_scalar", x, 1.0)?))));
+    reg(unary_op("expm1", "exp(x) - 1, element-wise, accurate for small x.", Expm1)
+        .grad_rule(rule(|g, _, y, _| mul(g, &with_scalar("_plus_scalar", y, 1.0)?))));
+    reg(unary_op("sqrt", "Square root, element-wise.", Sqrt)
+        .grad_rule(rule(|g, _, y, _| op2("elemwise_div", &with_scalar("_mul_scalar", g, 0.5)?, y))));
+    reg(unary_op("rsqrt", "Reciprocal square root 1/sqrt(x), element-wise.", Rsqrt).grad_rule(rule(
+        |g, x, y, _| with_scalar("_mul_scalar", &op2("elemwise_div", &mul(g, y)?, x)?, -0.5),
+    )));
+    reg(unary_op("square", "x * x, element-wise.", Square)
+        .grad_rule(rule(|g, x, _, _| mul(g, &with_scalar("_mul_scalar", x, 2.0)?))));
+    reg(unary_op("reciprocal", "1 / x, element-wise.", Reciprocal)
+        .grad_rule(rule(|g, _, y, _| op1("negative", &mul(g, &op1("square", y)?)?))));
+    reg(unary_op("sin", "Sine, element-wise.", Sin).grad_rule(rule(|g, x, _, _| mul(g, &op1("cos", x)?))));
+    reg(unary_op("cos", "Cosine, element-wise.", Cos)
+        .grad_rule(rule(|g, x, _, _| op1("negative", &mul(g, &op1("sin", x)?)?))));
+    reg(unary_op("tanh", "Hyperbolic tangent, element-wise.", Tanh)
+        .grad_rule(rule(|g, _, y, _| fused("_backward_tanh", &TanhBackward, g, y, &[]))));
+    reg(unary_op("sigmoid", "Logistic sigmoid 1 / (1 + exp(-x)), element-wise.", Sigmoid)
+        .grad_rule(rule(|g, _, y, _| fused("_backward_sigmoid", &SigmoidBackward, g, y, &[]))));
+    reg(unary_op("relu", "Rectified linear unit max(x, 0), element-wise.", Relu)
+        .grad_rule(rule(|g, _, y, _| fused("_backward_relu", &ReluBackward, g, y, &[]))));
+    reg(unary_op("softrelu", "Softplus log(1 + exp(x)), element-wise.", Softrelu)
+        .grad_rule(rule(|g, x, _, _| mul(g, &op1("sigmoid", x)?))));
+    reg(unary_op("erf", "Gauss error function, element-wise.", Erf).grad_rule(rule(|g, x, _, _| {
+        let e = op1("exp", &op1("negative", &op1("square", x)?)?)?;
+        mul(g, &with_scalar("_mul_scalar", &e, std::f64::consts::FRAC_2_SQRT_PI)?)
     })));
-    reg(unary_op(
-        "expm1",
-        "exp(x) - 1, element-wise, accurate for small x.",
-        Expm1,
-    )
-    .grad_rule(rule(|g, _, y, _| {
-        mul(g, &with_scalar("_plus_scalar", y, 1.0)?)
-    })));
-    reg(
-        unary_op("sqrt", "Square root, element-wise.", Sqrt).grad_rule(rule(|g, _, y, _| {
-            op2("elemwise_div", &with_scalar("_mul_scalar", g, 0.5)?, y)
-        })),
-    );
-    reg(unary_op(
-        "rsqrt",
-        "Reciprocal square root 1/sqrt(x), element-wise.",
-        Rsqrt,
-    )
-    .grad_rule(rule(|g, x, y, _| {
-        with_scalar("_mul_scalar", &op2("elemwise_div", &mul(g, y)?, x)?, -0.5)
-    })));
-    reg(
-        unary_op("square", "x * x, element-wise.", Square).grad_rule(rule(|g, x, _, _| {
-            mul(g, &with_scalar("_mul_scalar", x, 2.0)?)
-        })),
-    );
-    reg(
-        unary_op("reciprocal", "1 / x, element-wise.", Reciprocal).grad_rule(rule(|g, _, y, _| {
-            op1("negative", &mul(g, &op1("square", y)?)?)
-        })),
-    );
-    reg(unary_op("sin", "Sine, element-wise.", Sin)
-        .grad_rule(rule(|g, x, _, _| mul(g, &op1("cos", x)?))));
-    reg(
-        unary_op("cos", "Cosine, element-wise.", Cos).grad_rule(rule(|g, x, _, _| {
-            op1("negative", &mul(g, &op1("sin", x)?)?)
-        })),
-    );
-    reg(
-        unary_op("tanh", "Hyperbolic tangent, element-wise.", Tanh).grad_rule(rule(
-            |g, _, y, _| fused("_backward_tanh", &TanhBackward, g, y, &[]),
-        )),
-    );
-    reg(unary_op(
-        "sigmoid",
-        "Logistic sigmoid 1 / (1 + exp(-x)), element-wise.",
-        Sigmoid,
-    )
-    .grad_rule(rule(|g, _, y, _| {
-        fused("_backward_sigmoid", &SigmoidBackward, g, y, &[])
-    })));
-    reg(unary_op(
-        "relu",
-        "Rectified linear unit max(x, 0), element-wise.",
-        Relu,
-    )
-    .grad_rule(rule(|g, _, y, _| {
-        fused("_backward_relu", &ReluBackward, g, y, &[])
-    })));
-    reg(unary_op(
-        "softrelu",
-        "Softplus log(1 + exp(x)), element-wise.",
-        Softrelu,
-    )
-    .grad_rule(rule(|g, x, _, _| mul(g, &op1("sigmoid", x)?))));
-    reg(
-        unary_op("erf", "Gauss error function, element-wise.", Erf).grad_rule(rule(
-            |g, x, _, _| {
-                let e = op1("exp", &op1("negative", &op1("square", x)?)?)?;
-                mul(
-                    g,
-                    &with_scalar("_mul_scalar", &e, std::f64::consts::FRAC_2_SQRT_PI)?,
-                )
-            },
-        )),
-    );
-    reg(unary_op(
-        "gelu",
-        "Gaussian error linear unit 0.5 * x * (1 + erf(x / sqrt(2))), element-wise.",
-        Gelu,
-    )
-    .grad_rule(rule(|g, x, _, _| {
-        fused("_backward_gelu", &GeluBackward, g, x, &[])
-    })));
+    reg(unary_op("gelu", "Gaussian error linear unit 0.5 * x * (1 + erf(x / sqrt(2))), element-wise.", Gelu)
+        .grad_rule(rule(|g, x, _, _| fused("_backward_gelu", &GeluBackward, g, x, &[]))));
     reg(OpDef::new("clip")
         .doc("Clips values to [a_min, a_max], element-wise (values above a_max become a_max, then values below a_min become a_min).")
         .attr(AttrSpec::required("a_min", AttrKind::Float, "Minimum value."))
@@ -329,10 +254,7 @@ pub(crate) fn register() {
         "_backward_sigmoid",
         &[],
         Some(|h, g, y| {
-            mul(
-                &mul(h, g)?,
-                &with_scalar("_rminus_scalar", &with_scalar("_mul_scalar", y, 2.0)?, 1.0)?,
-            )
+            mul(&mul(h, g)?, &with_scalar("_rminus_scalar", &with_scalar("_mul_scalar", y, 2.0)?, 1.0)?)
         }),
     )));
     reg(backward_op(
@@ -353,12 +275,9 @@ pub(crate) fn register() {
         |_| Ok(ReluBackward),
     )
     .grad_rule(helper_rule("_backward_relu", &[], None)));
-    reg(backward_op(
-        "_backward_gelu",
-        "GELU gradient out_grad * gelu'(x) from the input x.",
-        "data",
-        |_| Ok(GeluBackward),
-    )
+    reg(backward_op("_backward_gelu", "GELU gradient out_grad * gelu'(x) from the input x.", "data", |_| {
+        Ok(GeluBackward)
+    })
     .grad_rule(helper_rule(
         "_backward_gelu",
         &[],
@@ -370,10 +289,7 @@ pub(crate) fn register() {
                 &op1("exp", &with_scalar("_mul_scalar", &x2, -0.5)?)?,
                 FRAC_1_SQRT_2PI,
             )?;
-            mul(
-                &mul(h, g)?,
-                &mul(&phi, &with_scalar("_rminus_scalar", &x2, 2.0)?)?,
-            )
+            mul(&mul(h, g)?, &mul(&phi, &with_scalar("_rminus_scalar", &x2, 2.0)?)?)
         }),
     )));
     reg(backward_op(
@@ -382,16 +298,8 @@ pub(crate) fn register() {
         "data",
         |a| Ok(ClipBackward(clip_attrs(a)?)),
     )
-    .attr(AttrSpec::required(
-        "a_min",
-        AttrKind::Float,
-        "Minimum value.",
-    ))
-    .attr(AttrSpec::required(
-        "a_max",
-        AttrKind::Float,
-        "Maximum value.",
-    ))
+    .attr(AttrSpec::required("a_min", AttrKind::Float, "Minimum value."))
+    .attr(AttrSpec::required("a_max", AttrKind::Float, "Maximum value."))
     .grad_rule(helper_rule("_backward_clip", &["a_min", "a_max"], None)));
 }
 

@@ -36,22 +36,10 @@ fn erf_series(x: f64) -> f64 {
 /// Checks `name` in float64 and float32 against `f` on `xs`.
 fn check_forward(name: &str, xs: &[f64], attrs: &[(&str, AttrValue)], f: impl Fn(f64) -> f64) {
     let want: Vec<f64> = xs.iter().map(|&v| f(v)).collect();
-    assert_all_close(
-        &format!("{name} float64"),
-        &run(name, &arr(xs), attrs),
-        &want,
-        1e-12,
-        1e-14,
-    );
+    assert_all_close(&format!("{name} float64"), &run(name, &arr(xs), attrs), &want, 1e-12, 1e-14);
     let x32 = arr(xs).astype(DType::F32).unwrap();
     let want32: Vec<f64> = xs.iter().map(|&v| f(v as f32 as f64)).collect();
-    assert_all_close(
-        &format!("{name} float32"),
-        &run(name, &x32, attrs),
-        &want32,
-        2e-6,
-        1e-6,
-    );
+    assert_all_close(&format!("{name} float32"), &run(name, &x32, attrs), &want32, 2e-6, 1e-6);
 }
 
 /// Forward check plus the full op check on float64 `xs`.
@@ -80,10 +68,7 @@ fn abs() {
 #[test]
 fn sign() {
     check_op("sign", &MIXED, |x| if x > 0.0 { 1.0 } else { -1.0 });
-    assert_eq!(
-        run("sign", &arr(&[0.0, -3.0, 2.0]), &[]),
-        vec![0.0, -1.0, 1.0]
-    );
+    assert_eq!(run("sign", &arr(&[0.0, -3.0, 2.0]), &[]), vec![0.0, -1.0, 1.0]);
 }
 
 #[test]
@@ -172,25 +157,9 @@ fn softrelu() {
     check_op("softrelu", &MIXED, |x| (1.0 + x.exp()).ln());
     // no overflow for large inputs, no underflow to 0 for very negative ones
     let got = run("softrelu", &arr(&[100.0, -30.0]), &[]);
-    assert_all_close(
-        "softrelu extremes",
-        &got,
-        &[100.0, (-30.0f64).exp()],
-        1e-10,
-        0.0,
-    );
-    let got32 = run(
-        "softrelu",
-        &arr(&[100.0, -30.0]).astype(DType::F32).unwrap(),
-        &[],
-    );
-    assert_all_close(
-        "softrelu extremes f32",
-        &got32,
-        &[100.0, (-30.0f64).exp()],
-        1e-6,
-        0.0,
-    );
+    assert_all_close("softrelu extremes", &got, &[100.0, (-30.0f64).exp()], 1e-10, 0.0);
+    let got32 = run("softrelu", &arr(&[100.0, -30.0]).astype(DType::F32).unwrap(), &[]);
+    assert_all_close("softrelu extremes f32", &got32, &[100.0, (-30.0f64).exp()], 1e-6, 0.0);
 }
 
 #[test]
@@ -200,37 +169,21 @@ fn erf() {
 
 #[test]
 fn gelu() {
-    check_op("gelu", &MIXED, |x| {
-        0.5 * x * (1.0 + erf_series(x / 2f64.sqrt()))
-    });
+    check_op("gelu", &MIXED, |x| 0.5 * x * (1.0 + erf_series(x / 2f64.sqrt())));
 }
 
 #[test]
 fn clip() {
-    let attrs = [
-        ("a_min", AttrValue::Float(-1.0)),
-        ("a_max", AttrValue::Float(2.0)),
-    ];
+    let attrs = [("a_min", AttrValue::Float(-1.0)), ("a_max", AttrValue::Float(2.0))];
     check_forward("clip", &MIXED, &attrs, |x| x.clamp(-1.0, 2.0));
-    OpChecker::new("clip", &[arr(&MIXED)])
-        .attr("a_min", -1.0)
-        .attr("a_max", 2.0)
-        .run()
-        .unwrap();
+    OpChecker::new("clip", &[arr(&MIXED)]).attr("a_min", -1.0).attr("a_max", 2.0).run().unwrap();
     // the bounds are required
     let e = invoke("clip", &[&arr(&MIXED)], &[("a_min", AttrValue::Float(0.0))]).unwrap_err();
     assert!(e.to_string().contains("a_max"), "{e}");
     // int32 with the bounds cast to the dtype
     let xi = NDArray::from_vec(vec![-5i32, 0, 3, 9], &[4]).unwrap();
-    let y = invoke1(
-        "clip",
-        &[&xi],
-        &[
-            ("a_min", AttrValue::Float(-1.0)),
-            ("a_max", AttrValue::Float(4.0)),
-        ],
-    )
-    .unwrap();
+    let y = invoke1("clip", &[&xi], &[("a_min", AttrValue::Float(-1.0)), ("a_max", AttrValue::Float(4.0))])
+        .unwrap();
     assert_eq!(y.dtype(), DType::I32);
     assert_eq!(y.to_vec::<i32>().unwrap(), vec![-1, 0, 3, 4]);
 }
@@ -244,37 +197,17 @@ fn copies_and_constants() {
     assert_eq!(run("zeros_like", &x, &[]), vec![0.0; 6]);
     assert_eq!(run("ones_like", &x, &[]), vec![1.0; 6]);
     for name in ["identity", "zeros_like", "ones_like"] {
-        OpChecker::new(name, std::slice::from_ref(&x))
-            .run()
-            .unwrap();
+        OpChecker::new(name, std::slice::from_ref(&x)).run().unwrap();
     }
     // BlockGrad's gradient is zero by definition, not the numeric one
-    OpChecker::new("BlockGrad", std::slice::from_ref(&x))
-        .skip_grad()
-        .run()
-        .unwrap();
+    OpChecker::new("BlockGrad", std::slice::from_ref(&x)).skip_grad().run().unwrap();
     // every dtype
     let xi = NDArray::from_vec(vec![3i64, -4], &[2]).unwrap();
     let z = invoke1("zeros_like", &[&xi], &[]).unwrap();
-    assert_eq!(
-        (z.dtype(), z.to_vec::<i64>().unwrap()),
-        (DType::I64, vec![0, 0])
-    );
+    assert_eq!((z.dtype(), z.to_vec::<i64>().unwrap()), (DType::I64, vec![0, 0]));
     let b = NDArray::from_vec(vec![true, false], &[2]).unwrap();
-    assert_eq!(
-        invoke1("ones_like", &[&b], &[])
-            .unwrap()
-            .to_vec::<bool>()
-            .unwrap(),
-        vec![true, true]
-    );
-    assert_eq!(
-        invoke1("_copy", &[&b], &[])
-            .unwrap()
-            .to_vec::<bool>()
-            .unwrap(),
-        vec![true, false]
-    );
+    assert_eq!(invoke1("ones_like", &[&b], &[]).unwrap().to_vec::<bool>().unwrap(), vec![true, true]);
+    assert_eq!(invoke1("_copy", &[&b], &[]).unwrap().to_vec::<bool>().unwrap(), vec![true, false]);
 }
 
 #[test]
@@ -302,11 +235,7 @@ fn second_derivative_of_sin() {
         let _r = autograd::record();
         invoke1("sin", &[&x], &[]).unwrap()
     };
-    let opts = BackwardOptions {
-        create_graph: true,
-        retain_graph: true,
-        ..Default::default()
-    };
+    let opts = BackwardOptions { create_graph: true, retain_graph: true, ..Default::default() };
     let dx = autograd::grad(&[&y], &[&x], &[], opts).unwrap().remove(0);
     let want1: Vec<f64> = xs.iter().map(|v| v.cos()).collect();
     assert_all_close("d sin", &dx.to_vec::<f64>().unwrap(), &want1, 1e-12, 1e-14);
@@ -323,11 +252,7 @@ fn check_second_order(name: &str, xs: &[f64], f2: impl Fn(f64) -> f64) {
         let _r = autograd::record();
         invoke1(name, &[&x], &[]).unwrap()
     };
-    let opts = BackwardOptions {
-        create_graph: true,
-        retain_graph: true,
-        ..Default::default()
-    };
+    let opts = BackwardOptions { create_graph: true, retain_graph: true, ..Default::default() };
     let dx = autograd::grad(&[&y], &[&x], &[], opts).unwrap().remove(0);
     let d2 = autograd::grad(&[&dx], &[&x], &[], opts).unwrap().remove(0);
     let want: Vec<f64> = xs.iter().map(|&v| f2(v)).collect();
@@ -363,18 +288,10 @@ fn second_derivatives_through_fused_helpers() {
 fn fused_helpers_check() {
     let g = arr(&[0.5, -1.5, 2.0, 0.7]);
     let y = arr(&[0.2, 0.6, 0.9, 0.35]);
-    OpChecker::new("_backward_sigmoid", &[g.clone(), y.clone()])
-        .run()
-        .unwrap();
-    OpChecker::new("_backward_tanh", &[g.clone(), y.clone()])
-        .run()
-        .unwrap();
-    OpChecker::new("_backward_gelu", &[g.clone(), arr(&[-1.3, -0.2, 0.4, 2.1])])
-        .run()
-        .unwrap();
-    OpChecker::new("_backward_relu", &[g.clone(), arr(&[-1.0, 0.5, 2.0, -0.1])])
-        .run()
-        .unwrap();
+    OpChecker::new("_backward_sigmoid", &[g.clone(), y.clone()]).run().unwrap();
+    OpChecker::new("_backward_tanh", &[g.clone(), y.clone()]).run().unwrap();
+    OpChecker::new("_backward_gelu", &[g.clone(), arr(&[-1.3, -0.2, 0.4, 2.1])]).run().unwrap();
+    OpChecker::new("_backward_relu", &[g.clone(), arr(&[-1.0, 0.5, 2.0, -0.1])]).run().unwrap();
     OpChecker::new("_backward_clip", &[g, arr(&[-1.0, 0.5, 2.0, -0.1])])
         .attr("a_min", -0.5)
         .attr("a_max", 1.5)
@@ -393,82 +310,36 @@ fn sigmoid_float32_and_bfloat16() {
     };
     assert_eq!(y.dtype(), DType::F32);
     let want: Vec<f64> = xs.iter().map(|&v| sigmoid(v)).collect();
-    assert_all_close(
-        "sigmoid f32",
-        &y.to_vec::<f64>().unwrap(),
-        &want,
-        1e-6,
-        1e-7,
-    );
+    assert_all_close("sigmoid f32", &y.to_vec::<f64>().unwrap(), &want, 1e-6, 1e-7);
     y.backward().unwrap();
     let g = x32.grad().unwrap();
     assert_eq!(g.dtype(), DType::F32);
     let dwant: Vec<f64> = want.iter().map(|s| s * (1.0 - s)).collect();
-    assert_all_close(
-        "sigmoid grad f32",
-        &g.to_vec::<f64>().unwrap(),
-        &dwant,
-        1e-5,
-        1e-7,
-    );
+    assert_all_close("sigmoid grad f32", &g.to_vec::<f64>().unwrap(), &dwant, 1e-5, 1e-7);
 
     let xb = arr(&xs).astype(DType::BF16).unwrap();
     let yb = invoke1("sigmoid", &[&xb], &[]).unwrap();
     assert_eq!(yb.dtype(), DType::BF16);
-    let wantb: Vec<f64> = xb
-        .to_vec::<f64>()
-        .unwrap()
-        .iter()
-        .map(|&v| sigmoid(v))
-        .collect();
-    assert_all_close(
-        "sigmoid bf16",
-        &yb.to_vec::<f64>().unwrap(),
-        &wantb,
-        8e-3,
-        1e-6,
-    );
+    let wantb: Vec<f64> = xb.to_vec::<f64>().unwrap().iter().map(|&v| sigmoid(v)).collect();
+    assert_all_close("sigmoid bf16", &yb.to_vec::<f64>().unwrap(), &wantb, 8e-3, 1e-6);
     let gb = NDArray::ones(&[xs.len()], DType::BF16, Device::Cpu).unwrap();
     let db = invoke1("_backward_sigmoid", &[&gb, &yb], &[]).unwrap();
-    let dwantb: Vec<f64> = yb
-        .to_vec::<f64>()
-        .unwrap()
-        .iter()
-        .map(|s| s * (1.0 - s))
-        .collect();
-    assert_all_close(
-        "sigmoid grad bf16",
-        &db.to_vec::<f64>().unwrap(),
-        &dwantb,
-        8e-3,
-        1e-6,
-    );
+    let dwantb: Vec<f64> = yb.to_vec::<f64>().unwrap().iter().map(|s| s * (1.0 - s)).collect();
+    assert_all_close("sigmoid grad bf16", &db.to_vec::<f64>().unwrap(), &dwantb, 8e-3, 1e-6);
 }
 
 #[test]
 fn float16_values() {
     let xs = [-1.5, -0.25, 0.5, 2.0];
     let x = arr(&xs).astype(DType::F16).unwrap();
-    for (name, f) in [
-        ("exp", f64::exp as fn(f64) -> f64),
-        ("tanh", f64::tanh),
-        ("sqrt", |v: f64| v.abs().sqrt()),
-    ] {
-        let input = if name == "sqrt" {
-            invoke1("abs", &[&x], &[]).unwrap()
-        } else {
-            x.clone()
-        };
+    for (name, f) in
+        [("exp", f64::exp as fn(f64) -> f64), ("tanh", f64::tanh), ("sqrt", |v: f64| v.abs().sqrt())]
+    {
+        let input = if name == "sqrt" { invoke1("abs", &[&x], &[]).unwrap() } else { x.clone() };
         let y = invoke1(name, &[&input], &[]).unwrap();
         assert_eq!(y.dtype(), DType::F16);
         let want: Vec<f64> = x.to_vec::<f64>().unwrap().iter().map(|&v| f(v)).collect();
-        assert_all_close(
-            &format!("{name} f16"),
-            &y.to_vec::<f64>().unwrap(),
-            &want,
-            1e-3,
-            1e-4,
-        );
+        assert_all_close(&format!("{name} f16"), &y.to_vec::<f64>().unwrap(), &want, 1e-3, 1e-4);
     }
 }
 
@@ -487,10 +358,7 @@ fn integer_dtypes() {
     assert_eq!(get("square"), vec![9, 0, 25, 49]);
     assert_eq!(get("identity"), vec![-3, 0, 5, -7]);
     let u = NDArray::from_vec(vec![0u8, 7], &[2]).unwrap();
-    assert_eq!(
-        invoke1("sign", &[&u], &[]).unwrap().to_vec::<u8>().unwrap(),
-        vec![0, 1]
-    );
+    assert_eq!(invoke1("sign", &[&u], &[]).unwrap().to_vec::<u8>().unwrap(), vec![0, 1]);
     let big = NDArray::from_vec(vec![i64::MAX - 1, i64::MIN + 1], &[2]).unwrap();
     let nb = invoke1("negative", &[&big], &[]).unwrap();
     assert_eq!(nb.as_slice::<i64>().unwrap(), &[i64::MIN + 2, i64::MAX]);
@@ -499,16 +367,7 @@ fn integer_dtypes() {
 #[test]
 fn unsupported_dtypes_are_errors() {
     let x = NDArray::from_vec(vec![1i32, 2], &[2]).unwrap();
-    for name in [
-        "exp",
-        "log",
-        "sigmoid",
-        "tanh",
-        "gelu",
-        "sqrt",
-        "erf",
-        "reciprocal",
-    ] {
+    for name in ["exp", "log", "sigmoid", "tanh", "gelu", "sqrt", "erf", "reciprocal"] {
         let e = invoke(name, &[&x], &[]).unwrap_err();
         assert!(matches!(e.root(), Error::DType(_)), "{name}: {e}");
         assert!(e.to_string().contains("int32"), "{name}: {e}");
@@ -527,26 +386,12 @@ fn requests_inplace_add_null() {
     let x = NDArray::from_vec(xs.to_vec(), &[3]).unwrap();
     let op = registry::get("exp").unwrap();
     let attrs = op.parse_attrs(&[]).unwrap();
-    crate::invoke_into(
-        &op,
-        &[&x],
-        &attrs,
-        std::slice::from_ref(&x),
-        &[Req::Inplace],
-    )
-    .unwrap();
+    crate::invoke_into(&op, &[&x], &attrs, std::slice::from_ref(&x), &[Req::Inplace]).unwrap();
     let want: Vec<f64> = xs.iter().map(|&v| (v as f64).exp()).collect();
     assert_all_close("exp inplace", &x.to_vec::<f64>().unwrap(), &want, 1e-6, 0.0);
     // the same for f16 and int
     let h = NDArray::from_vec(vec![f16::from_f32(0.5), f16::from_f32(-1.0)], &[2]).unwrap();
-    crate::invoke_into(
-        &op,
-        &[&h],
-        &attrs,
-        std::slice::from_ref(&h),
-        &[Req::Inplace],
-    )
-    .unwrap();
+    crate::invoke_into(&op, &[&h], &attrs, std::slice::from_ref(&h), &[Req::Inplace]).unwrap();
     assert_all_close(
         "exp f16 inplace",
         &h.to_vec::<f64>().unwrap(),
@@ -556,14 +401,7 @@ fn requests_inplace_add_null() {
     );
     let relu = registry::get("relu").unwrap();
     let i = NDArray::from_vec(vec![-2i64, 3], &[2]).unwrap();
-    crate::invoke_into(
-        &relu,
-        &[&i],
-        &attrs,
-        std::slice::from_ref(&i),
-        &[Req::Inplace],
-    )
-    .unwrap();
+    crate::invoke_into(&relu, &[&i], &attrs, std::slice::from_ref(&i), &[Req::Inplace]).unwrap();
     assert_eq!(i.to_vec::<i64>().unwrap(), vec![0, 3]);
     // add accumulates, null leaves the buffer alone
     let x = NDArray::from_vec(xs.to_vec(), &[3]).unwrap();
@@ -576,18 +414,13 @@ fn requests_inplace_add_null() {
     // a strided input is read correctly
     let m = NDArray::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
     let t = m.transpose(None).unwrap();
-    assert_eq!(
-        run("square", &t, &[]),
-        vec![1.0, 16.0, 4.0, 25.0, 9.0, 36.0]
-    );
+    assert_eq!(run("square", &t, &[]), vec![1.0, 16.0, 4.0, 25.0, 9.0, 36.0]);
 }
 
 #[test]
 fn long_arrays_take_the_parallel_paths() {
     let n = 100_003;
-    let xs: Vec<f64> = (0..n)
-        .map(|i| ((i % 2000) as f64 - 1000.0) / 250.0)
-        .collect();
+    let xs: Vec<f64> = (0..n).map(|i| ((i % 2000) as f64 - 1000.0) / 250.0).collect();
     let x64 = NDArray::from_vec(xs.clone(), &[n]).unwrap();
     let op = registry::get("sigmoid").unwrap();
     let attrs = op.parse_attrs(&[]).unwrap();
@@ -597,59 +430,28 @@ fn long_arrays_take_the_parallel_paths() {
         let out = NDArray::full(&[n], 0.5, dt, Device::Cpu).unwrap();
         crate::invoke_into(&op, &[&x], &attrs, std::slice::from_ref(&out), &[Req::Add]).unwrap();
         let got = out.to_vec::<f64>().unwrap();
-        let tol = if dt == DType::F16 || dt == DType::BF16 {
-            1e-2
-        } else {
-            1e-6
-        };
+        let tol = if dt == DType::F16 || dt == DType::BF16 { 1e-2 } else { 1e-6 };
         for j in (0..n).step_by(997).chain([n - 1]) {
             let w = sigmoid(xv[j]) + 0.5;
-            assert!(
-                (got[j] - w).abs() <= tol * w,
-                "{dt} element {j}: {} vs {w}",
-                got[j]
-            );
+            assert!((got[j] - w).abs() <= tol * w, "{dt} element {j}: {} vs {w}", got[j]);
         }
-        let g = invoke1(
-            "_backward_sigmoid",
-            &[&x, &invoke1("sigmoid", &[&x], &[]).unwrap()],
-            &[],
-        )
-        .unwrap();
+        let g = invoke1("_backward_sigmoid", &[&x, &invoke1("sigmoid", &[&x], &[]).unwrap()], &[]).unwrap();
         let gv = g.to_vec::<f64>().unwrap();
         let j = n - 1;
         let s = sigmoid(xv[j]);
-        assert!(
-            (gv[j] - xv[j] * s * (1.0 - s)).abs() <= 2.0 * tol,
-            "{dt} backward"
-        );
+        assert!((gv[j] - xv[j] * s * (1.0 - s)).abs() <= 2.0 * tol, "{dt} backward");
     }
     let xi = x64.astype(DType::I32).unwrap();
-    let r = invoke1("relu", &[&xi], &[])
-        .unwrap()
-        .to_vec::<i32>()
-        .unwrap();
-    let ri: Vec<i32> = xi
-        .to_vec::<i32>()
-        .unwrap()
-        .iter()
-        .map(|&v| v.max(0))
-        .collect();
+    let r = invoke1("relu", &[&xi], &[]).unwrap().to_vec::<i32>().unwrap();
+    let ri: Vec<i32> = xi.to_vec::<i32>().unwrap().iter().map(|&v| v.max(0)).collect();
     assert_eq!(r, ri);
 }
 
 #[test]
 fn bf16_inputs_keep_dtype_through_helpers() {
     let x = NDArray::from_vec(vec![bf16::from_f32(-1.0), bf16::from_f32(2.0)], &[2]).unwrap();
-    let y = invoke1(
-        "clip",
-        &[&x],
-        &[
-            ("a_min", AttrValue::Float(0.0)),
-            ("a_max", AttrValue::Float(1.5)),
-        ],
-    )
-    .unwrap();
+    let y = invoke1("clip", &[&x], &[("a_min", AttrValue::Float(0.0)), ("a_max", AttrValue::Float(1.5))])
+        .unwrap();
     assert_eq!(y.dtype(), DType::BF16);
     assert_eq!(y.to_vec::<f64>().unwrap(), vec![0.0, 1.5]);
 }
