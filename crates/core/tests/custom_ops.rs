@@ -368,3 +368,31 @@ fn function_op_with_def_grad_matches_numeric_gradient() {
     let y = NDArray::from_vec(vec![0.0f64, 2.0, 1.0, 1.0], &[4]).unwrap();
     OpChecker::new("my_softmax", &[x, y]).no_grad(&[1]).run().unwrap();
 }
+
+#[test]
+fn threads_calling_custom_ops_at_once_get_right_results() {
+    let created = register_scale("scale_threads");
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            std::thread::spawn(move || {
+                for i in 0..250 {
+                    let n = 1 + (i + t) % 3; // three shape signatures, interleaved
+                    let x = NDArray::full(&[n], (t * 1000 + i) as f64, DType::F64, Device::Cpu).unwrap();
+                    let y = invoke1(
+                        "Custom",
+                        &[&x],
+                        &[("op_type", "scale_threads".into()), ("scale", "3".into())],
+                    )
+                    .unwrap();
+                    assert_eq!(y.to_vec::<f64>().unwrap(), vec![3.0 * (t * 1000 + i) as f64; n]);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    // one operator per shape signature (a race may create a duplicate, never more per thread)
+    let made = created.load(Ordering::SeqCst);
+    assert!((3..=12).contains(&made), "{made} operators created");
+}

@@ -5,6 +5,7 @@ use super::prop::{CustomOp, CustomOpProp, Dependency};
 use crate::dispatch::panic_message;
 use crate::op::{BackwardDeps, OpDef, OpState};
 use crate::{autograd, registry, AttrKind, AttrSpec, Attrs, DType, Device, Error, NDArray, Result, Shape};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, RwLock};
@@ -23,45 +24,69 @@ struct PropEntry {
     args: Vec<String>,
     outputs: Vec<String>,
     aux: Vec<String>,
-    operators: Mutex<OperatorCache>,
-    /// The last shape and dtype inference, by the input slots it was given.
-    last_shapes: Mutex<Option<InferCache<Shape>>>,
-    last_types: Mutex<Option<InferCache<DType>>>,
-}
-
-/// One inference: input slots as given, then the inputs and outputs it filled.
-type InferCache<T> = (Vec<Option<T>>, Vec<Option<T>>, Vec<Option<T>>);
-
-/// Runs an inference through `cache`: a repeat of the last input slots
-/// reuses its result (properties are pure functions of their inputs).
-fn cached_inference<T: Clone + PartialEq>(
-    cache: &Mutex<Option<InferCache<T>>>,
-    ins: &mut [Option<T>],
-    outs: &mut [Option<T>],
-    infer: impl FnOnce(&mut [Option<T>], &mut [Option<T>]) -> Result<()>,
-) -> Result<()> {
-    if let Some((given, filled_in, filled_out)) = cache.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-        if given.as_slice() == ins && filled_out.len() == outs.len() {
-            ins.clone_from_slice(filled_in);
-            outs.clone_from_slice(filled_out);
-            return Ok(());
-        }
-    }
-    let given = ins.to_vec();
-    infer(ins, outs)?;
-    *cache.lock().unwrap_or_else(|e| e.into_inner()) = Some((given, ins.to_vec(), outs.to_vec()));
-    Ok(())
+    operators: Mutex<HashMap<Signature, Arc<Instance>>>,
 }
 
 /// Input shapes, dtypes and device: what an operator instance is created for.
 type Signature = (Vec<Shape>, Vec<DType>, Device);
 
-/// Operators created by one property, by (shapes, dtypes, device), plus the
-/// most recently used one, checked first without building a key.
-#[derive(Default)]
-struct OperatorCache {
-    by_signature: HashMap<Signature, Arc<Instance>>,
-    last: Option<(Signature, Arc<Instance>)>,
+/// One inference: input slots as given, then the inputs and outputs it filled.
+type InferCache<T> = (Vec<Option<T>>, Vec<Option<T>>, Vec<Option<T>>);
+
+/// This thread's last `Custom` call for one property: what it inferred and
+/// which operator it ran. A repeated call (same property, same inputs) skips
+/// the property's hooks and takes no lock. Holding the entry keeps its
+/// address from being reused by another.
+struct LastCall {
+    entry: Arc<PropEntry>,
+    shapes: Option<InferCache<Shape>>,
+    types: Option<InferCache<DType>>,
+    instance: Option<(Signature, Arc<Instance>)>,
+}
+
+thread_local! {
+    static LAST_CALL: RefCell<Option<LastCall>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` on this thread's last-call record for `entry` (a fresh one if the
+/// last call was another property's). User hooks must not run inside `f`.
+fn with_last_call<R>(entry: &Arc<PropEntry>, f: impl FnOnce(&mut LastCall) -> R) -> R {
+    LAST_CALL.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        match slot.as_mut() {
+            Some(last) if Arc::ptr_eq(&last.entry, entry) => f(last),
+            _ => f(slot.insert(LastCall { entry: entry.clone(), shapes: None, types: None, instance: None })),
+        }
+    })
+}
+
+/// Runs an inference, reusing this thread's last result for the same input
+/// slots (properties are pure functions of their inputs).
+fn cached_inference<T: Clone + PartialEq>(
+    entry: &Arc<PropEntry>,
+    cache: fn(&mut LastCall) -> &mut Option<InferCache<T>>,
+    ins: &mut [Option<T>],
+    outs: &mut [Option<T>],
+    infer: impl FnOnce(&mut [Option<T>], &mut [Option<T>]) -> Result<()>,
+) -> Result<()> {
+    let hit = with_last_call(entry, |last| match cache(last) {
+        Some((given, filled_in, filled_out)) if given.as_slice() == ins && filled_out.len() == outs.len() => {
+            if filled_in != given {
+                ins.clone_from_slice(filled_in);
+            }
+            outs.clone_from_slice(filled_out);
+            true
+        }
+        _ => false,
+    });
+    if hit {
+        return Ok(());
+    }
+    let given = ins.to_vec();
+    infer(ins, outs)?;
+    let result = (given, ins.to_vec(), outs.to_vec());
+    with_last_call(entry, |last| *cache(last) = Some(result));
+    Ok(())
 }
 
 /// More distinct shape signatures than this empties an entry's operator cache.
@@ -130,9 +155,7 @@ pub fn cached_operator_count(op_type: &str, kwargs: &[(&str, &str)]) -> usize {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .as_ref()
-        .and_then(|m| {
-            m.get(&key).map(|e| e.operators.lock().unwrap_or_else(|e| e.into_inner()).by_signature.len())
-        })
+        .and_then(|m| m.get(&key).map(|e| e.operators.lock().unwrap_or_else(|e| e.into_inner()).len()))
         .unwrap_or(0)
 }
 
@@ -175,16 +198,8 @@ fn prop_entry(attrs: &Attrs) -> Result<Arc<PropEntry>> {
     let prop = guarded(&name, || factory(kwargs))?;
     let (args, outputs, aux) =
         guarded(&name, || Ok((prop.list_arguments(), prop.list_outputs(), prop.list_auxiliary_states())))?;
-    let entry = Arc::new(PropEntry {
-        op_type,
-        prop,
-        args,
-        outputs,
-        aux,
-        operators: Mutex::new(OperatorCache::default()),
-        last_shapes: Mutex::new(None),
-        last_types: Mutex::new(None),
-    });
+    let entry =
+        Arc::new(PropEntry { op_type, prop, args, outputs, aux, operators: Mutex::new(HashMap::new()) });
     PROPS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -227,7 +242,7 @@ impl Drop for NotRecording {
 
 fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
     let entry = entry_of(attrs)?;
-    cached_inference(&entry.last_shapes, ins, outs, |ins, outs| infer_shape_uncached(entry, ins, outs))
+    cached_inference(entry, |l| &mut l.shapes, ins, outs, |ins, outs| infer_shape_uncached(entry, ins, outs))
 }
 
 fn infer_shape_uncached(
@@ -268,7 +283,7 @@ fn infer_shape_uncached(
 
 fn infer_type(attrs: &Attrs, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
     let entry = entry_of(attrs)?;
-    cached_inference(&entry.last_types, ins, outs, |ins, outs| infer_type_uncached(entry, ins, outs))
+    cached_inference(entry, |l| &mut l.types, ins, outs, |ins, outs| infer_type_uncached(entry, ins, outs))
 }
 
 fn infer_type_uncached(
@@ -296,16 +311,17 @@ fn infer_type_uncached(
 
 fn create_state(attrs: &Attrs, shapes: &[Shape], dtypes: &[DType], device: Device) -> Result<OpState> {
     let entry = entry_of(attrs)?;
-    {
-        let cache = entry.operators.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(((s, d, dev), inst)) = &cache.last {
-            if s.as_slice() == shapes && d.as_slice() == dtypes && *dev == device {
-                return Ok(inst.clone());
-            }
+    let last = with_last_call(entry, |last| match &last.instance {
+        Some(((s, d, dev), inst)) if s.as_slice() == shapes && d.as_slice() == dtypes && *dev == device => {
+            Some(inst.clone())
         }
+        _ => None,
+    });
+    if let Some(inst) = last {
+        return Ok(inst);
     }
     let key = (shapes.to_vec(), dtypes.to_vec(), device);
-    let found = entry.operators.lock().unwrap_or_else(|e| e.into_inner()).by_signature.get(&key).cloned();
+    let found = entry.operators.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
     let inst = match found {
         Some(inst) => inst,
         None => {
@@ -315,14 +331,14 @@ fn create_state(attrs: &Attrs, shapes: &[Shape], dtypes: &[DType], device: Devic
                 guarded(&name, || entry.prop.create_operator(device, &shapes[..n_args], &dtypes[..n_args]))?;
             let inst = Arc::new(Instance { name, n_args, op });
             let mut cache = entry.operators.lock().unwrap_or_else(|e| e.into_inner());
-            if cache.by_signature.len() >= MAX_CACHED_OPERATORS {
-                cache.by_signature.clear();
+            if cache.len() >= MAX_CACHED_OPERATORS {
+                cache.clear();
             }
-            cache.by_signature.insert(key.clone(), inst.clone());
+            cache.insert(key.clone(), inst.clone());
             inst
         }
     };
-    entry.operators.lock().unwrap_or_else(|e| e.into_inner()).last = Some((key, inst.clone()));
+    with_last_call(entry, |last| last.instance = Some((key, inst.clone())));
     Ok(inst)
 }
 

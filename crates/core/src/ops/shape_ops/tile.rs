@@ -8,6 +8,7 @@
 use super::reshape::lhs_dtype;
 use super::{check_size, reshape_grad, set_shape, store_view, sum_to};
 use crate::op::OpContext;
+use crate::ops::reduce::sum_to_shape;
 use crate::shape::{normalize_axis, Shape};
 use crate::{registry, AttrKind, AttrSpec, AttrValue, Attrs, Error, NDArray, OpDef, Result};
 
@@ -79,12 +80,6 @@ fn plan_grad(g: &NDArray, x: &NDArray, plan: &Plan) -> Result<NDArray> {
     }
     let gf = reshape_grad(g, &plan.full)?;
     sum_to(&gf, &plan.sum_axes, x.shape())
-}
-
-/// The axes of `to` over which an array of shape `from` was broadcast.
-fn broadcast_axes(from: &[usize], to: &[usize]) -> Vec<usize> {
-    let lead = to.len() - from.len();
-    (0..to.len()).filter(|&i| i < lead || (from[i - lead] == 1 && to[i] != 1)).collect()
 }
 
 /// The target of `broadcast_to`: `shape` with 0 keeping the input's extent.
@@ -206,7 +201,7 @@ pub(super) fn register() {
             })
             .grad_rule(|g| {
                 let (x, gy) = (&g.inputs[0], &g.out_grads[0]);
-                Ok(vec![Some(sum_to(gy, &broadcast_axes(x.shape(), gy.shape()), x.shape())?)])
+                Ok(vec![Some(sum_to_shape(gy, x.shape())?)])
             }),
     );
 
@@ -227,7 +222,7 @@ pub(super) fn register() {
             })
             .grad_rule(|g| {
                 let (x, gy) = (&g.inputs[0], &g.out_grads[0]);
-                Ok(vec![Some(sum_to(gy, &broadcast_axes(x.shape(), gy.shape()), x.shape())?), None])
+                Ok(vec![Some(sum_to_shape(gy, x.shape())?), None])
             }),
     );
 }
