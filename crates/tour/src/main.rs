@@ -113,7 +113,7 @@ fn train(quick: bool) -> Result<()> {
         last = (loss, acc);
         bar.set_message(format!("loss {loss:.4}  accuracy {:.1}%", 100.0 * acc));
         if epoch % (epochs / 10).max(1) == 0 {
-            bar.println(format!("   epoch {epoch:>3}: loss {loss:.4}  accuracy {:.1}%", 100.0 * acc));
+            bar.suspend(|| println!("   epoch {epoch:>3}: loss {loss:.4}  accuracy {:.1}%", 100.0 * acc));
         }
         bar.inc(1);
     }
