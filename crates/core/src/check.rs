@@ -174,7 +174,7 @@ impl OpChecker {
             crate::invoke_into(&op, &refs, &attrs, &acc, &vec![Req::Add; n_out])?;
             for (i, (a, o)) in acc.iter().zip(&outputs).enumerate() {
                 let want: Vec<f64> = o.to_vec::<f64>()?.iter().map(|v| v + 1.0).collect();
-                let got: Vec<f64> = acc_as_f64(a)?;
+                let got: Vec<f64> = a.to_vec::<f64>()?;
                 compare(&self.op, &format!("output {i} with req=add"), &got, &want, 1e-3, 1e-3)?;
             }
         }
@@ -230,6 +230,7 @@ impl OpChecker {
         for &i in &diff {
             inputs[i].attach_grad(Req::Add)?;
         }
+        let mut firsts: Vec<NDArray> = Vec::new();
         for pass in 0..2 {
             let outs = {
                 let _r = autograd::record();
@@ -251,12 +252,10 @@ impl OpChecker {
                 // keep the first pass's gradients
                 for &i in &diff {
                     let g = inputs[i].grad().expect("attached");
-                    let snapshot = g.copy()?;
-                    GRAD_SNAPSHOTS.with(|s| s.borrow_mut().push(snapshot));
+                    firsts.push(g.copy()?);
                 }
             }
         }
-        let firsts: Vec<NDArray> = GRAD_SNAPSHOTS.with(|s| std::mem::take(&mut *s.borrow_mut()));
 
         let mut max_err = 0.0f64;
         let mut count = 0usize;
@@ -299,14 +298,6 @@ impl OpChecker {
         }
         Ok((max_err, count))
     }
-}
-
-thread_local! {
-    static GRAD_SNAPSHOTS: std::cell::RefCell<Vec<NDArray>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-fn acc_as_f64(a: &NDArray) -> Result<Vec<f64>> {
-    a.to_vec::<f64>()
 }
 
 /// Compares element-wise with `|got - want| <= atol + rtol * |want|`;
