@@ -333,6 +333,13 @@ impl Attrs {
         Ok(Attrs { values, extra, prepared: None })
     }
 
+    /// The declared defaults only (required attributes are left out), for
+    /// describing an operator without calling it.
+    pub fn defaults(specs: &[AttrSpec]) -> Attrs {
+        let values = specs.iter().filter_map(|s| s.default.clone().map(|d| (s.name.clone(), d))).collect();
+        Attrs { values, extra: Vec::new(), prepared: None }
+    }
+
     /// The value of a declared attribute.
     pub fn get(&self, name: &str) -> Result<&AttrValue> {
         self.values

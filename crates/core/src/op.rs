@@ -534,3 +534,13 @@ fn kernel_key(device: Device) -> Device {
         Device::Gpu(_) => Device::Gpu(0),
     }
 }
+
+impl fmt::Debug for OpDef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpDef")
+            .field("name", &self.name)
+            .field("aliases", &self.aliases)
+            .field("attrs", &self.attrs.iter().map(|a| a.name.as_str()).collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}

@@ -91,9 +91,8 @@ pub fn list_ops() -> Vec<OpInfo> {
                 continue;
             }
             // names with default attributes, where they can be computed
-            let defaults = crate::Attrs::parse(&op.attrs, true, &[]).ok();
-            let names =
-                |f: &crate::op::NamesFn| defaults.as_ref().and_then(|a| f(a).ok()).unwrap_or_default();
+            let defaults = crate::Attrs::defaults(&op.attrs);
+            let names = |f: &crate::op::NamesFn| f(&defaults).unwrap_or_default();
             out.push(OpInfo {
                 name: op.name.clone(),
                 aliases: op.aliases.clone(),
