@@ -278,7 +278,8 @@ fn run_dynamic(
     n_out: usize,
     device: Device,
 ) -> Result<Vec<NDArray>> {
-    let kin: SmallVec<[NDArray; 4]> = inputs.iter().map(|x| x.read_only_view()).collect();
+    let kin: SmallVec<[NDArray; 4]> = inputs.iter().map(|x| (*x).clone()).collect();
+    let _read_only = crate::ndarray::protect_inputs(&kin, &[]);
     let reqs: SmallVec<[Req; 2]> = smallvec::smallvec![Req::Write; n_out];
     let ctx = OpContext {
         op_name: &op.name,

@@ -35,6 +35,10 @@ impl CustomOp for Scale {
             "write_input" => {
                 ins[0].as_mut_slice::<f64>()?[0] = 1.0;
             }
+            "write_view" => {
+                // a view, or a detached handle, of an input is read-only too
+                ins[0].reshape(&[-1])?.detach().fill(5.0)?;
+            }
             _ => {}
         }
         let y = invoke1("_mul_scalar", &[&ins[0]], &[("scalar", self.scale.into())])?;
@@ -146,8 +150,10 @@ fn errors_and_panics_name_the_operator_and_leave_the_engine_usable() {
     let msg = call("shape").unwrap_err().to_string();
     assert!(msg.contains("scale_fail") && msg.contains("elemwise_add") && msg.contains("[7]"), "{msg}");
 
-    let msg = call("write_input").unwrap_err().to_string();
-    assert!(msg.contains("read-only"), "{msg}");
+    for mode in ["write_input", "write_view"] {
+        let msg = call(mode).unwrap_err().to_string();
+        assert!(msg.contains("read-only"), "{msg}");
+    }
     assert_eq!(x.to_vec::<f64>().unwrap(), vec![1.0]);
 
     // the engine and the operator still work

@@ -392,24 +392,26 @@ pub(crate) fn custom_op_def() -> OpDef {
         .forward(|ctx, inputs, outputs| {
             let inst = instance(ctx.state)?;
             let n_args = inst.n_args;
-            let in_data: smallvec::SmallVec<[NDArray; 4]> = inputs[..n_args].iter().map(|x| x.read_only_view()).collect();
-            let aux = &inputs[n_args..];
+            let (in_data, aux) = inputs.split_at(n_args);
+            let _read_only = crate::ndarray::protect_inputs(in_data, outputs);
             let _off = NotRecording::new();
-            guarded(&inst.name, || inst.op.forward(ctx.is_train, ctx.req, &in_data, outputs, aux))
+            guarded(&inst.name, || inst.op.forward(ctx.is_train, ctx.req, in_data, outputs, aux))
         })
         .backward(backward_deps, |ctx, args, in_grads| {
             let inst = instance(ctx.state)?;
             let n_args = inst.n_args;
-            let placeholder = |x: &Option<NDArray>| -> Result<NDArray> {
+            let present = |x: &Option<NDArray>| -> Result<NDArray> {
                 match x {
-                    Some(a) => Ok(a.read_only_view()),
+                    Some(a) => Ok(a.clone()),
                     None => NDArray::zeros(&[0], DType::F32, ctx.device),
                 }
             };
-            let out_grad: Vec<NDArray> = args.out_grads.iter().map(placeholder).collect::<Result<_>>()?;
-            let in_data: Vec<NDArray> = args.inputs[..n_args].iter().map(placeholder).collect::<Result<_>>()?;
-            let out_data: Vec<NDArray> = args.outputs.iter().map(placeholder).collect::<Result<_>>()?;
-            let aux: Vec<NDArray> = args.inputs[n_args..].iter().map(|x| x.clone().map_or_else(|| NDArray::zeros(&[0], DType::F32, ctx.device), Ok)).collect::<Result<_>>()?;
+            let out_grad: Vec<NDArray> = args.out_grads.iter().map(present).collect::<Result<_>>()?;
+            let in_data: Vec<NDArray> = args.inputs[..n_args].iter().map(present).collect::<Result<_>>()?;
+            let out_data: Vec<NDArray> = args.outputs.iter().map(present).collect::<Result<_>>()?;
+            let aux: Vec<NDArray> = args.inputs[n_args..].iter().map(present).collect::<Result<_>>()?;
+            let read: Vec<NDArray> = out_grad.iter().chain(&in_data).chain(&out_data).cloned().collect();
+            let _read_only = crate::ndarray::protect_inputs(&read, in_grads);
             let _off = NotRecording::new();
             guarded(&inst.name, || {
                 inst.op.backward(&ctx.req[..n_args], &out_grad, &in_data, &out_data, &in_grads[..n_args], &aux)

@@ -61,8 +61,19 @@ impl NDArray {
     }
 
     /// A new handle with another layout over the same storage (no autograd state).
+    /// A view of a read-only array is read-only too.
     pub(crate) fn with_layout(&self, shape: Shape, strides: Strides, offset: usize) -> NDArray {
-        NDArray::from_parts(self.inner.storage.clone(), shape, strides, offset, self.dtype())
+        NDArray {
+            inner: Arc::new(Inner {
+                storage: self.inner.storage.clone(),
+                shape,
+                strides,
+                offset,
+                dtype: self.inner.dtype,
+                read_only: self.inner.read_only,
+                ag: Mutex::new(None),
+            }),
+        }
     }
 
     /// The shape.
@@ -226,9 +237,12 @@ impl NDArray {
         Ok(unsafe { std::slice::from_raw_parts_mut(self.raw_ptr() as *mut T, self.size()) })
     }
 
-    /// Errors when the array is read-only.
+    /// Errors when the array is read-only, or when its memory is an input of
+    /// the operator this thread is running (see [`protect_inputs`]).
     pub fn check_writable(&self) -> Result<()> {
-        if self.inner.read_only {
+        let storage = Arc::as_ptr(&self.inner.storage) as usize;
+        let protected = PROTECTED_STORAGE.with(|p| p.borrow().iter().any(|s| *s == storage));
+        if self.inner.read_only || protected {
             return Err(Error::Invalid(
                 "this array is an operator input and is read-only; write to the outputs instead".into(),
             ));
@@ -344,6 +358,39 @@ impl NDArray {
     /// Strides of a contiguous array with this shape.
     pub(crate) fn dense_strides(shape: &[usize]) -> Strides {
         contiguous_strides(shape)
+    }
+}
+
+thread_local! {
+    /// Storage of the inputs of the user operators this thread is running.
+    static PROTECTED_STORAGE: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Makes the memory of `inputs` read-only on this thread until the guard
+/// drops: a user operator's forward or backward cannot write to its inputs
+/// through any handle or view. Guards nest.
+/// Memory that is also one of `outputs` (an in-place request) stays writable.
+pub(crate) fn protect_inputs(inputs: &[NDArray], outputs: &[NDArray]) -> ProtectGuard {
+    PROTECTED_STORAGE.with(|p| {
+        let mut p = p.borrow_mut();
+        let depth = p.len();
+        for x in inputs {
+            if !outputs.iter().any(|o| o.shares_storage(x)) {
+                p.push(Arc::as_ptr(&x.inner.storage) as usize);
+            }
+        }
+        ProtectGuard { depth }
+    })
+}
+
+/// Ends the protection started by [`protect_inputs`].
+pub(crate) struct ProtectGuard {
+    depth: usize,
+}
+
+impl Drop for ProtectGuard {
+    fn drop(&mut self) {
+        PROTECTED_STORAGE.with(|p| p.borrow_mut().truncate(self.depth));
     }
 }
 
