@@ -241,7 +241,7 @@ impl NDArray {
     /// the operator this thread is running (see [`protect_inputs`]).
     pub fn check_writable(&self) -> Result<()> {
         let storage = Arc::as_ptr(&self.inner.storage) as usize;
-        let protected = PROTECTED_STORAGE.with(|p| p.borrow().iter().any(|s| *s == storage));
+        let protected = PROTECTED_STORAGE.with(|p| p.borrow().contains(&storage));
         if self.inner.read_only || protected {
             return Err(Error::Invalid(
                 "this array is an operator input and is read-only; write to the outputs instead".into(),
