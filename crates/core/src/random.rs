@@ -25,12 +25,6 @@ pub fn with_rng<R>(f: impl FnOnce(&mut Generator) -> R) -> R {
     f(rng)
 }
 
-/// A fresh generator seeded from the global one (for a kernel or plugin that
-/// wants its own stream without holding the global lock).
-pub fn fork() -> Generator {
-    with_rng(|rng| Generator::seed_from_u64(rng.random()))
-}
-
 /// `n` uniform draws in `[low, high)`.
 pub fn uniform_vec(rng: &mut Generator, n: usize, low: f64, high: f64) -> Vec<f64> {
     (0..n).map(|_| low + (high - low) * rng.random::<f64>()).collect()

@@ -36,24 +36,27 @@ unsafe impl Sync for Storage {}
 impl Storage {
     /// Allocates `bytes` zeroed bytes on `device`, 64-byte aligned.
     pub fn zeroed(bytes: usize, device: Device) -> Result<Storage> {
-        device.ensure_available()?;
-        let layout = Layout::from_size_align(bytes.max(1), ALIGNMENT)
-            .map_err(|e| Error::Invalid(format!("cannot allocate {bytes} bytes: {e}")))?;
-        // SAFETY: layout has non-zero size.
-        let raw = unsafe { alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(raw)
-            .ok_or_else(|| Error::Invalid(format!("out of memory allocating {bytes} bytes")))?;
-        Ok(Storage { ptr, bytes, device, owner: Owner::Aligned(layout) })
+        Storage::allocate(bytes, device, true)
     }
 
-    /// Allocates `bytes` bytes without zeroing them first.
+    /// Allocates `bytes` bytes without zeroing them first. Every element type
+    /// is valid for any bit pattern except bool, whose arrays use `zeroed`.
     pub fn uninit(bytes: usize, device: Device) -> Result<Storage> {
+        Storage::allocate(bytes, device, false)
+    }
+
+    fn allocate(bytes: usize, device: Device, zeroed: bool) -> Result<Storage> {
         device.ensure_available()?;
         let layout = Layout::from_size_align(bytes.max(1), ALIGNMENT)
             .map_err(|e| Error::Invalid(format!("cannot allocate {bytes} bytes: {e}")))?;
-        // SAFETY: layout has non-zero size. Every element type is valid for any
-        // bit pattern except bool; callers creating bool arrays use `zeroed`.
-        let raw = unsafe { alloc::alloc(layout) };
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe {
+            if zeroed {
+                alloc::alloc_zeroed(layout)
+            } else {
+                alloc::alloc(layout)
+            }
+        };
         let ptr = NonNull::new(raw)
             .ok_or_else(|| Error::Invalid(format!("out of memory allocating {bytes} bytes")))?;
         Ok(Storage { ptr, bytes, device, owner: Owner::Aligned(layout) })

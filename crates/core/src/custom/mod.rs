@@ -39,5 +39,5 @@ pub use function::FunctionOp;
 pub use prop::{assign, CustomOp, CustomOpProp, Dependency};
 pub(crate) use register::custom_op_def;
 pub use register::{
-    cached_operator_count, custom_op, is_registered, register, registered_names, unregister, PropFactory,
+    cached_operator_count, is_registered, register, registered_names, unregister, PropFactory,
 };

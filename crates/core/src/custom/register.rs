@@ -4,7 +4,7 @@
 use super::prop::{CustomOp, CustomOpProp, Dependency};
 use crate::dispatch::panic_message;
 use crate::op::{BackwardDeps, OpDef, OpState};
-use crate::{autograd, registry, AttrKind, AttrSpec, Attrs, DType, Device, Error, NDArray, Result, Shape};
+use crate::{autograd, AttrKind, AttrSpec, Attrs, DType, Device, Error, NDArray, Result, Shape};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -417,9 +417,4 @@ pub(crate) fn custom_op_def() -> OpDef {
                 inst.op.backward(&ctx.req[..n_args], &out_grad, &in_data, &out_data, &in_grads[..n_args], &aux)
             })
         })
-}
-
-/// Looks up the registered `Custom` operator (for callers that want the fast path).
-pub fn custom_op() -> Result<registry::Op> {
-    registry::get("Custom")
 }

@@ -20,7 +20,7 @@ impl NDArray {
         Ok(NDArray::from_parts(
             Arc::new(storage),
             Shape::from_slice(shape),
-            NDArray::dense_strides(shape),
+            crate::shape::contiguous_strides(shape),
             0,
             dtype,
         ))
@@ -34,7 +34,7 @@ impl NDArray {
         Ok(NDArray::from_parts(
             Arc::new(Storage::zeroed(bytes, device)?),
             Shape::from_slice(shape),
-            NDArray::dense_strides(shape),
+            crate::shape::contiguous_strides(shape),
             0,
             dtype,
         ))

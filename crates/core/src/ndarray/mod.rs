@@ -11,7 +11,7 @@ mod interop;
 mod view;
 
 use crate::autograd::AgEntry;
-use crate::shape::{contiguous_strides, numel, Shape, Strides};
+use crate::shape::{numel, Shape, Strides};
 use crate::storage::Storage;
 use crate::strided::for_each_offsets;
 use crate::{DType, Device, Element, Error, Result};
@@ -32,7 +32,6 @@ struct Inner {
     /// Offset of element 0 from the start of the storage, in elements.
     offset: usize,
     dtype: DType,
-    read_only: bool,
     /// Autograd state: a variable with a gradient buffer, or the recorded
     /// operation that produced this array.
     ag: Mutex<Option<AgEntry>>,
@@ -47,33 +46,13 @@ impl NDArray {
         offset: usize,
         dtype: DType,
     ) -> NDArray {
-        NDArray {
-            inner: Arc::new(Inner {
-                storage,
-                shape,
-                strides,
-                offset,
-                dtype,
-                read_only: false,
-                ag: Mutex::new(None),
-            }),
-        }
+        NDArray { inner: Arc::new(Inner { storage, shape, strides, offset, dtype, ag: Mutex::new(None) }) }
     }
 
     /// A new handle with another layout over the same storage (no autograd state).
-    /// A view of a read-only array is read-only too.
+    /// A new handle with another layout over the same storage (no autograd state).
     pub(crate) fn with_layout(&self, shape: Shape, strides: Strides, offset: usize) -> NDArray {
-        NDArray {
-            inner: Arc::new(Inner {
-                storage: self.inner.storage.clone(),
-                shape,
-                strides,
-                offset,
-                dtype: self.inner.dtype,
-                read_only: self.inner.read_only,
-                ag: Mutex::new(None),
-            }),
-        }
+        NDArray::from_parts(self.inner.storage.clone(), shape, strides, offset, self.dtype())
     }
 
     /// The shape.
@@ -148,26 +127,6 @@ impl NDArray {
         true
     }
 
-    /// True for arrays handed to custom operators as inputs: writes are refused.
-    pub fn is_read_only(&self) -> bool {
-        self.inner.read_only
-    }
-
-    /// A read-only handle onto the same data (used for operator inputs).
-    pub fn read_only_view(&self) -> NDArray {
-        NDArray {
-            inner: Arc::new(Inner {
-                storage: self.inner.storage.clone(),
-                shape: self.inner.shape.clone(),
-                strides: self.inner.strides.clone(),
-                offset: self.inner.offset,
-                dtype: self.inner.dtype,
-                read_only: true,
-                ag: Mutex::new(None),
-            }),
-        }
-    }
-
     /// A handle sharing data but carrying no autograd state (MXNet's `detach`).
     pub fn detach(&self) -> NDArray {
         self.with_layout(self.inner.shape.clone(), self.inner.strides.clone(), self.inner.offset)
@@ -237,12 +196,12 @@ impl NDArray {
         Ok(unsafe { std::slice::from_raw_parts_mut(self.raw_ptr() as *mut T, self.size()) })
     }
 
-    /// Errors when the array is read-only, or when its memory is an input of
-    /// the operator this thread is running (see [`protect_inputs`]).
+    /// Errors when the array's memory is an input of a user operator this
+    /// thread is running (see [`protect_inputs`]): inputs are read-only.
     pub fn check_writable(&self) -> Result<()> {
         let storage = Arc::as_ptr(&self.inner.storage) as usize;
         let protected = PROTECTED_STORAGE.with(|p| p.borrow().contains(&storage));
-        if self.inner.read_only || protected {
+        if protected {
             return Err(Error::Invalid(
                 "this array is an operator input and is read-only; write to the outputs instead".into(),
             ));
@@ -353,11 +312,6 @@ impl NDArray {
             });
         });
         Ok(())
-    }
-
-    /// Strides of a contiguous array with this shape.
-    pub(crate) fn dense_strides(shape: &[usize]) -> Strides {
-        contiguous_strides(shape)
     }
 }
 

@@ -66,7 +66,7 @@ impl NDArray {
     pub fn reshape(&self, spec: &[i64]) -> Result<NDArray> {
         let new_shape = resolve_reshape(self.shape(), spec)?;
         let src = self.contiguous()?;
-        let strides = NDArray::dense_strides(&new_shape);
+        let strides = crate::shape::contiguous_strides(&new_shape);
         Ok(src.with_layout(new_shape, strides, src.offset()))
     }
 
@@ -84,7 +84,7 @@ impl NDArray {
             let src = self.contiguous()?;
             return Ok(src.with_layout(
                 Shape::from_slice(shape),
-                NDArray::dense_strides(shape),
+                crate::shape::contiguous_strides(shape),
                 src.offset(),
             ));
         }

@@ -213,62 +213,26 @@ impl sealed::Sealed for bf16 {
     }
 }
 
-impl MatmulScalar for f32 {
-    const ZERO: Self = 0.0;
-    const ONE: Self = 1.0;
-    fn dispatch<B: MatmulBackend + ?Sized>(
-        backend: &B,
-        dst: MatMut<'_, Self>,
-        a: MatRef<'_, Self>,
-        b: MatRef<'_, Self>,
-        alpha: Self,
-        accumulate: bool,
-    ) -> Result<(), MatmulError> {
-        backend.gemm_f32(dst, a, b, alpha, accumulate)
-    }
+/// Each scalar type routes to its backend method.
+macro_rules! matmul_scalar {
+    ($t:ty, $zero:expr, $one:expr, $method:ident) => {
+        impl MatmulScalar for $t {
+            const ZERO: Self = $zero;
+            const ONE: Self = $one;
+            fn dispatch<B: MatmulBackend + ?Sized>(
+                backend: &B,
+                dst: MatMut<'_, Self>,
+                a: MatRef<'_, Self>,
+                b: MatRef<'_, Self>,
+                alpha: Self,
+                accumulate: bool,
+            ) -> Result<(), MatmulError> {
+                backend.$method(dst, a, b, alpha, accumulate)
+            }
+        }
+    };
 }
-
-impl MatmulScalar for f64 {
-    const ZERO: Self = 0.0;
-    const ONE: Self = 1.0;
-    fn dispatch<B: MatmulBackend + ?Sized>(
-        backend: &B,
-        dst: MatMut<'_, Self>,
-        a: MatRef<'_, Self>,
-        b: MatRef<'_, Self>,
-        alpha: Self,
-        accumulate: bool,
-    ) -> Result<(), MatmulError> {
-        backend.gemm_f64(dst, a, b, alpha, accumulate)
-    }
-}
-
-impl MatmulScalar for f16 {
-    const ZERO: Self = f16::ZERO;
-    const ONE: Self = f16::ONE;
-    fn dispatch<B: MatmulBackend + ?Sized>(
-        backend: &B,
-        dst: MatMut<'_, Self>,
-        a: MatRef<'_, Self>,
-        b: MatRef<'_, Self>,
-        alpha: Self,
-        accumulate: bool,
-    ) -> Result<(), MatmulError> {
-        backend.gemm_f16(dst, a, b, alpha, accumulate)
-    }
-}
-
-impl MatmulScalar for bf16 {
-    const ZERO: Self = bf16::ZERO;
-    const ONE: Self = bf16::ONE;
-    fn dispatch<B: MatmulBackend + ?Sized>(
-        backend: &B,
-        dst: MatMut<'_, Self>,
-        a: MatRef<'_, Self>,
-        b: MatRef<'_, Self>,
-        alpha: Self,
-        accumulate: bool,
-    ) -> Result<(), MatmulError> {
-        backend.gemm_bf16(dst, a, b, alpha, accumulate)
-    }
-}
+matmul_scalar!(f32, 0.0, 1.0, gemm_f32);
+matmul_scalar!(f64, 0.0, 1.0, gemm_f64);
+matmul_scalar!(f16, f16::ZERO, f16::ONE, gemm_f16);
+matmul_scalar!(bf16, bf16::ZERO, bf16::ONE, gemm_bf16);

@@ -74,8 +74,8 @@ fn forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<(
                 if full {
                     y.extend(xs.iter().zip(&mask).map(|(&v, &m)| mul1(v, m)));
                 } else {
-                    let ms = broadcast_strides(&mshape, &NDArray::dense_strides(&mshape), x.shape())?;
-                    let xst = NDArray::dense_strides(x.shape());
+                    let ms = broadcast_strides(&mshape, &crate::shape::contiguous_strides(&mshape), x.shape())?;
+                    let xst = crate::shape::contiguous_strides(x.shape());
                     for_each_offsets(x.shape(), [&xst[..], &ms[..]], [0, 0], |[i, j]| {
                         y.push(mul1(xs[i as usize], mask[j as usize]));
                     });
