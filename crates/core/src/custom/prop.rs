@@ -11,7 +11,7 @@ pub fn assign(dst: &NDArray, req: Req, src: &NDArray) -> Result<()> {
 
 /// The computation of a custom operator.
 ///
-/// `in_data` are read-only views of the engine's input buffers, `out_data`
+/// `in_data` are the engine's input buffers, read-only for the call, `out_data`
 /// and `in_grad` the engine's output buffers (no copies); use
 /// [`NDArray::as_slice`], [`NDArray::as_mut_slice`], [`NDArray::view`] for
 /// `ndarray` views, or call operators. Operators called here are not
