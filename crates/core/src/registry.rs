@@ -47,6 +47,18 @@ pub fn register(def: OpDef) -> Op {
     op
 }
 
+/// Removes the operator registered under `name` (with all its names and
+/// aliases). Returns whether there was one. Built-ins can be removed too;
+/// calls already holding the operator finish normally.
+pub fn unregister(name: &str) -> bool {
+    ensure_builtins();
+    let mut guard = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
+    let Some(map) = guard.as_mut() else { return false };
+    let Some(op) = map.get(name).cloned() else { return false };
+    map.retain(|_, v| !Arc::ptr_eq(v, &op));
+    true
+}
+
 /// Looks an operator up by name or alias.
 pub fn get(name: &str) -> Result<Op> {
     ensure_builtins();

@@ -134,3 +134,23 @@ fn listing_describes_each_operator() {
     assert!(sum.attrs.iter().any(|a| a.name == "keepdims"));
     assert!(registry::get("no_such_op").unwrap_err().to_string().contains("no_such_op"));
 }
+
+#[test]
+fn unregister_removes_every_name_of_an_operator() {
+    use oxnet_core::{invoke1, NDArray, OpDef};
+    let def = OpDef::new("test_unregister_twice")
+        .alias("test_unregister_twice_alias")
+        .doc("Doubles its input (test operator).")
+        .arguments(&["data"])
+        .forward(|ctx, inputs, outputs| {
+            let doubled = invoke1("_mul_scalar", &[&inputs[0]], &[("scalar", 2.0.into())])?;
+            oxnet_core::ops::util::store(ctx.req[0], &outputs[0], &doubled)
+        });
+    registry::register(def);
+    let x = NDArray::from_vec(vec![1.5f32], &[1]).unwrap();
+    assert_eq!(invoke1("test_unregister_twice_alias", &[&x], &[]).unwrap().to_vec::<f32>().unwrap(), vec![3.0]);
+    assert!(registry::unregister("test_unregister_twice"));
+    assert!(!registry::contains("test_unregister_twice"));
+    assert!(!registry::contains("test_unregister_twice_alias"));
+    assert!(!registry::unregister("test_unregister_twice"));
+}

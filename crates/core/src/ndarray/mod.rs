@@ -151,8 +151,11 @@ impl NDArray {
         Ok(self.raw_ptr() as *mut T)
     }
 
+    /// Pointer to element 0 as bytes, whatever the dtype (for interop such
+    /// as numpy's array interface and DLPack). Writing through it bypasses
+    /// [`check_writable`](Self::check_writable).
     #[inline]
-    pub(crate) fn raw_ptr(&self) -> *mut u8 {
+    pub fn raw_ptr(&self) -> *mut u8 {
         // SAFETY: the offset lies inside the storage by construction.
         unsafe { self.inner.storage.ptr().add(self.inner.offset * self.dtype().size()) }
     }
