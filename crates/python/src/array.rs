@@ -1,0 +1,488 @@
+//! The `NDArray` Python class: a handle onto an engine array.
+
+use crate::errors::{IntoPyResult, MXNetError};
+use crate::{dtype, indexing, numpy_interop};
+use oxnet_core::autograd::{self, BackwardOptions};
+use oxnet_core::{invoke1, AttrValue, NDArray};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyTuple};
+
+/// An n-dimensional array (the reference's `mxnet.nd.NDArray`).
+///
+/// Handles share memory: views (`x[1:3]`, `x.reshape(...)`, `x.T`) and the
+/// arrays a custom operator receives see the engine's buffers, not copies.
+#[pyclass(frozen, weakref, name = "NDArray", module = "oxnet.ndarray")]
+pub struct PyNDArray {
+    pub(crate) inner: NDArray,
+}
+
+impl From<NDArray> for PyNDArray {
+    fn from(inner: NDArray) -> Self {
+        PyNDArray { inner }
+    }
+}
+
+/// Wraps an engine array as a new Python object.
+pub fn wrap(py: Python<'_>, a: NDArray) -> PyResult<Bound<'_, PyNDArray>> {
+    Bound::new(py, PyNDArray { inner: a })
+}
+
+/// A binary operator's operand: an array or a Python number.
+enum Operand {
+    Array(NDArray),
+    Scalar(f64),
+}
+
+fn operand(obj: &Bound<'_, PyAny>) -> PyResult<Option<Operand>> {
+    if let Ok(a) = obj.cast::<PyNDArray>() {
+        return Ok(Some(Operand::Array(a.get().inner.clone())));
+    }
+    if obj.is_instance_of::<PyFloat>() || obj.is_instance_of::<PyInt>() {
+        return Ok(Some(Operand::Scalar(obj.extract()?)));
+    }
+    // numpy scalars
+    if obj.hasattr("dtype")? && obj.hasattr("item")? && obj.getattr("ndim")?.extract::<usize>()? == 0 {
+        return Ok(Some(Operand::Scalar(obj.call_method0("item")?.extract()?)));
+    }
+    Ok(None)
+}
+
+/// Operator names for one binary operation: (array op, scalar op, reversed scalar op).
+type BinaryNames = (&'static str, &'static str, &'static str);
+
+const ADD: BinaryNames = ("broadcast_add", "_plus_scalar", "_plus_scalar");
+const SUB: BinaryNames = ("broadcast_sub", "_minus_scalar", "_rminus_scalar");
+const MUL: BinaryNames = ("broadcast_mul", "_mul_scalar", "_mul_scalar");
+const DIV: BinaryNames = ("broadcast_div", "_div_scalar", "_rdiv_scalar");
+const POW: BinaryNames = ("broadcast_power", "_power_scalar", "_rpower_scalar");
+const EQ: BinaryNames = ("broadcast_equal", "_equal_scalar", "_equal_scalar");
+const NE: BinaryNames = ("broadcast_not_equal", "_not_equal_scalar", "_not_equal_scalar");
+const LT: BinaryNames = ("broadcast_lesser", "_lesser_scalar", "_greater_scalar");
+const LE: BinaryNames = ("broadcast_lesser_equal", "_lesser_equal_scalar", "_greater_equal_scalar");
+const GT: BinaryNames = ("broadcast_greater", "_greater_scalar", "_lesser_scalar");
+const GE: BinaryNames = ("broadcast_greater_equal", "_greater_equal_scalar", "_lesser_equal_scalar");
+
+impl PyNDArray {
+    fn binary<'py>(
+        &self,
+        py: Python<'py>,
+        other: &Bound<'py, PyAny>,
+        names: BinaryNames,
+        reversed: bool,
+    ) -> PyResult<Option<NDArray>> {
+        let Some(other) = operand(other)? else { return Ok(None) };
+        let me = self.inner.clone();
+        let out = py.detach(|| match other {
+            Operand::Array(o) => {
+                let (a, b) = if reversed { (o, me) } else { (me, o) };
+                invoke1(names.0, &[&a, &b], &[])
+            }
+            Operand::Scalar(s) => {
+                let name = if reversed { names.2 } else { names.1 };
+                invoke1(name, &[&me], &[("scalar", AttrValue::Float(s))])
+            }
+        });
+        out.py().map(Some)
+    }
+
+    fn binary_obj<'py>(
+        &self,
+        py: Python<'py>,
+        other: &Bound<'py, PyAny>,
+        names: BinaryNames,
+        reversed: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        match self.binary(py, other, names, reversed)? {
+            Some(a) => Ok(wrap(py, a)?.into_any()),
+            None => Ok(py.NotImplemented().into_bound(py)),
+        }
+    }
+
+    /// `self op= other`: computes, then writes the result into `self`.
+    fn inplace(&self, py: Python<'_>, other: &Bound<'_, PyAny>, names: BinaryNames) -> PyResult<()> {
+        match self.binary(py, other, names, false)? {
+            Some(result) => self.inner.assign_from(&result).py(),
+            None => Err(PyTypeError::new_err(format!(
+                "unsupported operand type for an in-place operation on NDArray: {}",
+                other.get_type().name()?
+            ))),
+        }
+    }
+}
+
+#[pymethods]
+impl PyNDArray {
+    /// The shape, as a tuple.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.shape())
+    }
+
+    /// The element type, as a numpy type (`numpy.float32`).
+    #[getter]
+    fn dtype<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        dtype::to_numpy_type(py, self.inner.dtype())
+    }
+
+    /// The device, as an `oxnet.Context`.
+    #[getter]
+    fn context<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        crate::context::to_py(py, self.inner.device())
+    }
+
+    /// Alias of `context`.
+    #[getter]
+    fn ctx<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.context(py)
+    }
+
+    /// The storage type (always `'default'`: dense).
+    #[getter]
+    fn stype(&self) -> &'static str {
+        "default"
+    }
+
+    /// Number of elements.
+    #[getter]
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+
+    /// Number of axes.
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.inner.ndim()
+    }
+
+    /// The transpose (reversed axes), sharing memory.
+    #[getter(T)]
+    fn transposed<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyNDArray>> {
+        let t = if autograd::is_recording() {
+            invoke1("transpose", &[&self.inner], &[]).py()?
+        } else {
+            self.inner.transpose(None).py()?
+        };
+        wrap(py, t)
+    }
+
+    /// A numpy copy of the array.
+    fn asnumpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        numpy_interop::to_numpy(py, &self.inner)
+    }
+
+    /// The single element as a Python number.
+    fn asscalar<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if self.inner.size() != 1 {
+            return Err(PyValueError::new_err(format!(
+                "asscalar needs an array of one element, this one has shape {:?}",
+                self.inner.shape()
+            )));
+        }
+        self.asnumpy(py)?.call_method0("item")
+    }
+
+    /// Alias of `asscalar` (numpy's name).
+    fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.asscalar(py)
+    }
+
+    /// A copy converted to `dtype` (the array itself when `copy=False` and the
+    /// dtype already matches).
+    #[pyo3(signature = (dtype, copy=true))]
+    fn astype<'py>(
+        slf: &Bound<'py, Self>,
+        dtype: &Bound<'py, PyAny>,
+        copy: bool,
+    ) -> PyResult<Bound<'py, PyNDArray>> {
+        let py = slf.py();
+        let dt = dtype::from_py(dtype)?;
+        let me = &slf.get().inner;
+        if !copy && dt == me.dtype() {
+            return Ok(slf.clone());
+        }
+        let out = if autograd::is_recording() {
+            invoke1("cast", &[me], &[("dtype", AttrValue::DType(dt))]).py()?
+        } else {
+            py.detach(|| me.astype(dt)).py()?
+        };
+        wrap(py, out)
+    }
+
+    /// A deep copy.
+    fn copy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyNDArray>> {
+        let out = if autograd::is_recording() {
+            invoke1("identity", &[&self.inner], &[]).py()?
+        } else {
+            py.detach(|| self.inner.copy()).py()?
+        };
+        wrap(py, out)
+    }
+
+    /// Copies into `other` (an NDArray of the same shape, returned) or to a
+    /// new array on a Context.
+    fn copyto<'py>(&self, py: Python<'py>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        if let Ok(dst) = other.cast::<PyNDArray>() {
+            let target = &dst.get().inner;
+            if target.shape() != self.inner.shape() {
+                return Err(MXNetError::new_err(format!(
+                    "copyto: shape mismatch, source {:?} and target {:?}",
+                    self.inner.shape(),
+                    target.shape()
+                )));
+            }
+            py.detach(|| target.assign_from(&self.inner)).py()?;
+            return Ok(other.clone());
+        }
+        let device = crate::context::from_py(other)?;
+        device.ensure_available().py()?;
+        Ok(self.copy(py)?.into_any())
+    }
+
+    /// This array on `context` (itself when it is already there).
+    fn as_in_context<'py>(slf: &Bound<'py, Self>, context: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let device = crate::context::from_py(context)?;
+        if device == slf.get().inner.device() {
+            return Ok(slf.clone().into_any());
+        }
+        device.ensure_available().py()?;
+        Ok(slf.clone().into_any())
+    }
+
+    /// A new shape over the same memory. Takes a tuple or the sizes as
+    /// arguments, with MXNet's special codes (0 keep, -1 infer, ...).
+    #[pyo3(signature = (*shape, **kwargs))]
+    fn reshape<'py>(
+        &self,
+        py: Python<'py>,
+        shape: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyNDArray>> {
+        let spec: Vec<i64> = match (shape.len(), kwargs.and_then(|k| k.get_item("shape").ok().flatten())) {
+            (0, Some(s)) => s.extract()?,
+            (1, None) if shape.get_item(0)?.is_instance_of::<PyTuple>() || shape.get_item(0)?.is_instance_of::<PyList>() => {
+                shape.get_item(0)?.extract()?
+            }
+            (_, None) => shape.extract()?,
+            _ => return Err(PyTypeError::new_err("reshape takes the shape either positionally or as shape=")),
+        };
+        let out = if autograd::is_recording() {
+            invoke1("reshape", &[&self.inner], &[("shape", AttrValue::Ints(spec))]).py()?
+        } else {
+            self.inner.reshape(&spec).py()?
+        };
+        wrap(py, out)
+    }
+
+    /// Attaches a gradient buffer (`grad_req` 'write', 'add' or 'null').
+    #[pyo3(signature = (grad_req="write", stype=None))]
+    fn attach_grad(&self, grad_req: &str, stype: Option<&str>) -> PyResult<()> {
+        if let Some(s) = stype {
+            if s != "default" {
+                return Err(MXNetError::new_err(format!("oxnet has dense arrays only, not stype `{s}`")));
+            }
+        }
+        self.inner.attach_grad(crate::autograd::parse_req(grad_req)?).py()
+    }
+
+    /// The gradient buffer (None until `attach_grad`).
+    #[getter]
+    fn grad<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyNDArray>>> {
+        self.inner.grad().map(|g| wrap(py, g)).transpose()
+    }
+
+    /// Back-propagates from this array.
+    #[pyo3(signature = (out_grad=None, retain_graph=false, train_mode=true))]
+    fn backward(
+        &self,
+        py: Python<'_>,
+        out_grad: Option<PyRef<'_, PyNDArray>>,
+        retain_graph: bool,
+        train_mode: bool,
+    ) -> PyResult<()> {
+        let head_grad = out_grad.map(|g| g.inner.clone());
+        let opts = BackwardOptions { retain_graph, create_graph: false, train_mode };
+        py.detach(|| autograd::backward(&[&self.inner], &[head_grad.as_ref()], opts)).py()
+    }
+
+    /// The same memory, outside autograd's graph.
+    fn detach<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyNDArray>> {
+        wrap(py, self.inner.detach())
+    }
+
+    /// Waits until the array can be read (computation is synchronous: returns at once).
+    fn wait_to_read(&self) {}
+
+    /// Waits until the array can be written (returns at once).
+    fn wait_to_write(&self) {}
+
+    /// numpy's zero-copy view protocol.
+    #[getter]
+    fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        numpy_interop::array_interface(py, &self.inner)
+    }
+
+    /// DLPack export (`np.from_dlpack(x)`, `torch.from_dlpack(x)`), sharing memory.
+    #[pyo3(signature = (stream=None, max_version=None, dl_device=None, copy=None))]
+    fn __dlpack__<'py>(
+        &self,
+        py: Python<'py>,
+        stream: Option<&Bound<'py, PyAny>>,
+        max_version: Option<&Bound<'py, PyAny>>,
+        dl_device: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let _ = (stream, max_version, dl_device);
+        let a = if copy == Some(true) { self.inner.copy().py()? } else { self.inner.clone() };
+        crate::dlpack::export(py, a)
+    }
+
+    /// DLPack device: (kDLCPU, 0) on the CPU.
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        crate::dlpack::device_of(&self.inner)
+    }
+
+    fn __getitem__<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyNDArray>> {
+        wrap(py, indexing::get(&self.inner, key)?)
+    }
+
+    fn __setitem__(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        indexing::set(&self.inner, key, value)
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        self.inner.shape().first().copied().ok_or_else(|| PyTypeError::new_err("len() of a 0-d array"))
+    }
+
+    fn __iter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let me = &slf.get().inner;
+        let n = me.shape().first().copied().ok_or_else(|| PyTypeError::new_err("iteration over a 0-d array"))?;
+        let items = (0..n).map(|i| Ok(wrap(py, me.at(i as i64).py()?)?)).collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)?.try_iter().map(Bound::into_any)
+    }
+
+    fn __bool__(&self) -> PyResult<bool> {
+        match self.inner.size() {
+            0 => Ok(false),
+            1 => Ok(self.inner.to_scalar().py()? != 0.0),
+            _ => Err(PyValueError::new_err(
+                "the truth value of an NDArray with more than one element is ambiguous",
+            )),
+        }
+    }
+
+    fn __float__(&self) -> PyResult<f64> {
+        if self.inner.size() != 1 {
+            return Err(PyTypeError::new_err("only one-element arrays convert to Python scalars"));
+        }
+        self.inner.to_scalar().py()
+    }
+
+    fn __int__(&self) -> PyResult<i64> {
+        Ok(self.__float__()? as i64)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("{:?}", self.inner)
+    }
+
+    fn __str__(&self) -> String {
+        format!("{:?}", self.inner)
+    }
+
+    fn __hash__(slf: &Bound<'_, Self>) -> isize {
+        slf.as_ptr() as isize / 16
+    }
+
+    fn __add__<'py>(&self, py: Python<'py>, o: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        self.binary_obj(py, o, ADD, false)
+    }
+    fn __radd__<'py>(&self, py: Python<'py>, o: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        self.binary_obj(py, o, ADD, true)
+    }
+    fn __sub__<'py>(&self, py: Python<'py>, o: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        self.binary_obj(py, o, SUB, false)
+    }
+    fn __rsub__<'py>(&self, py: Python<'py>, o: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        self.binary_obj(py, o, SUB, true)
+    }
+    fn __mul__<'py>(&self, py: Python<'py>, o: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        self.binary_obj(py, o, MUL, false)
+    }
+    fn __rmul__<'py>(&self, py: Python<'py>, o: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        self.binary_obj(py, o, MUL, true)
+    }
+    fn __truediv__<'py>(&self, py: Python<'py>, o: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        self.binary_obj(py, o, DIV, false)
+    }
+    fn __rtruediv__<'py>(&self, py: Python<'py>, o: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        self.binary_obj(py, o, DIV, true)
+    }
+    fn __pow__<'py>(
+        &self,
+        py: Python<'py>,
+        o: &Bound<'py, PyAny>,
+        _modulo: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.binary_obj(py, o, POW, false)
+    }
+    fn __rpow__<'py>(
+        &self,
+        py: Python<'py>,
+        o: &Bound<'py, PyAny>,
+        _modulo: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.binary_obj(py, o, POW, true)
+    }
+    fn __eq__<'py>(&self, py: Python<'py>, o: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        self.binary_obj(py, o, EQ, false)
+    }
+    fn __ne__<'py>(&self, py: Python<'py>, o: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        self.binary_obj(py, o, NE, false)
+    }
+    fn __lt__<'py>(&self, py: Python<'py>, o: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        self.binary_obj(py, o, LT, false)
+    }
+    fn __le__<'py>(&self, py: Python<'py>, o: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        self.binary_obj(py, o, LE, false)
+    }
+    fn __gt__<'py>(&self, py: Python<'py>, o: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        self.binary_obj(py, o, GT, false)
+    }
+    fn __ge__<'py>(&self, py: Python<'py>, o: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        self.binary_obj(py, o, GE, false)
+    }
+    fn __iadd__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.inplace(py, o, ADD)
+    }
+    fn __isub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.inplace(py, o, SUB)
+    }
+    fn __imul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.inplace(py, o, MUL)
+    }
+    fn __itruediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.inplace(py, o, DIV)
+    }
+
+    fn __neg__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyNDArray>> {
+        wrap(py, invoke1("negative", &[&self.inner], &[]).py()?)
+    }
+
+    fn __abs__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyNDArray>> {
+        wrap(py, invoke1("abs", &[&self.inner], &[]).py()?)
+    }
+
+    /// Fluent operator methods: `x.sum(axis=1)` is `nd.sum(x, axis=1)`, for
+    /// every registry operator.
+    fn __getattr__<'py>(slf: &Bound<'py, Self>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        if !name.starts_with('_') && oxnet_core::registry::contains(name) {
+            let func = py.import("oxnet.ndarray")?.getattr(name)?;
+            return py.import("functools")?.getattr("partial")?.call1((func, slf));
+        }
+        Err(pyo3::exceptions::PyAttributeError::new_err(format!("'NDArray' object has no attribute '{name}'")))
+    }
+}
+

@@ -1,0 +1,147 @@
+//! Creating arrays: `nd.array`, `zeros`, `ones`, `full`, `empty`, `arange`
+//! and the random draws.
+
+use crate::array::{wrap, PyNDArray};
+use crate::errors::IntoPyResult;
+use crate::{context, dtype, numpy_interop};
+use numpy::PyUntypedArray;
+use oxnet_core::{DType, NDArray};
+use pyo3::prelude::*;
+
+/// A new engine array copied from an NDArray, a numpy array, or anything
+/// `numpy.asarray` takes (lists, scalars). Without `want`, NDArrays keep their
+/// dtype and everything else becomes float32, as in the reference.
+pub fn array_from_any(obj: &Bound<'_, PyAny>, want: Option<DType>) -> PyResult<NDArray> {
+    if let Ok(a) = obj.cast::<PyNDArray>() {
+        let src = &a.get().inner;
+        return src.astype(want.unwrap_or(src.dtype())).py();
+    }
+    let target = want.unwrap_or(DType::F32);
+    if let Ok(arr) = obj.cast::<PyUntypedArray>() {
+        return numpy_interop::from_numpy(arr, Some(target));
+    }
+    let py = obj.py();
+    let np_type = dtype::to_numpy_type(py, target)?;
+    let arr = py.import("numpy")?.call_method1("asarray", (obj, np_type))?;
+    numpy_interop::from_numpy(arr.cast::<PyUntypedArray>()?, Some(target))
+}
+
+/// A shape given as an int or a tuple.
+fn shape_of(obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    if let Ok(n) = obj.extract::<usize>() {
+        return Ok(vec![n]);
+    }
+    obj.extract()
+}
+
+/// `nd.array(source, ctx=None, dtype=None)`: a copy of `source`.
+#[pyfunction]
+#[pyo3(signature = (source_array, ctx=None, dtype=None))]
+pub fn array<'py>(
+    source_array: &Bound<'py, PyAny>,
+    ctx: Option<&Bound<'py, PyAny>>,
+    dtype: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyNDArray>> {
+    context::from_py_opt(ctx)?.ensure_available().py()?;
+    let want = dtype::from_py_opt(dtype)?;
+    let a = array_from_any(source_array, want)?;
+    wrap(source_array.py(), a)
+}
+
+/// `nd.full(shape, val, ctx=None, dtype=float32)`.
+#[pyfunction]
+#[pyo3(signature = (shape, val, ctx=None, dtype=None))]
+pub fn full<'py>(
+    py: Python<'py>,
+    shape: &Bound<'py, PyAny>,
+    val: f64,
+    ctx: Option<&Bound<'py, PyAny>>,
+    dtype: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyNDArray>> {
+    let device = context::from_py_opt(ctx)?;
+    let dt = dtype::from_py_opt(dtype)?.unwrap_or(DType::F32);
+    let shape = shape_of(shape)?;
+    wrap(py, py.detach(|| NDArray::full(&shape, val, dt, device)).py()?)
+}
+
+/// `nd.empty(shape, ctx=None, dtype=float32)` (zero-filled: no uninitialised memory reaches Python).
+#[pyfunction]
+#[pyo3(signature = (shape, ctx=None, dtype=None))]
+pub fn empty<'py>(
+    py: Python<'py>,
+    shape: &Bound<'py, PyAny>,
+    ctx: Option<&Bound<'py, PyAny>>,
+    dtype: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyNDArray>> {
+    full(py, shape, 0.0, ctx, dtype)
+}
+
+/// `nd.arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype=float32)`.
+#[pyfunction]
+#[pyo3(signature = (start, stop=None, step=1.0, repeat=1, ctx=None, dtype=None))]
+pub fn arange<'py>(
+    py: Python<'py>,
+    start: f64,
+    stop: Option<f64>,
+    step: f64,
+    repeat: usize,
+    ctx: Option<&Bound<'py, PyAny>>,
+    dtype: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyNDArray>> {
+    context::from_py_opt(ctx)?.ensure_available().py()?;
+    let dt = dtype::from_py_opt(dtype)?.unwrap_or(DType::F32);
+    let (begin, end) = match stop {
+        Some(s) => (start, s),
+        None => (0.0, start),
+    };
+    let mut a = NDArray::arange(begin, end, step, dt).py()?;
+    if repeat > 1 {
+        a = oxnet_core::invoke1("repeat", &[&a], &[("repeats", (repeat as i64).into())]).py()?;
+    }
+    wrap(py, a)
+}
+
+/// `nd.random.uniform(low=0, high=1, shape=(1,), ctx=None, dtype=float32)`.
+#[pyfunction]
+#[pyo3(signature = (low=0.0, high=1.0, shape=None, ctx=None, dtype=None))]
+pub fn random_uniform<'py>(
+    py: Python<'py>,
+    low: f64,
+    high: f64,
+    shape: Option<&Bound<'py, PyAny>>,
+    ctx: Option<&Bound<'py, PyAny>>,
+    dtype: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyNDArray>> {
+    context::from_py_opt(ctx)?.ensure_available().py()?;
+    let dt = dtype::from_py_opt(dtype)?.unwrap_or(DType::F32);
+    let shape = shape.map(shape_of).transpose()?.unwrap_or_else(|| vec![1]);
+    wrap(py, py.detach(|| NDArray::random_uniform(low, high, &shape, dt)).py()?)
+}
+
+/// `nd.random.normal(loc=0, scale=1, shape=(1,), ctx=None, dtype=float32)`.
+#[pyfunction]
+#[pyo3(signature = (loc=0.0, scale=1.0, shape=None, ctx=None, dtype=None))]
+pub fn random_normal<'py>(
+    py: Python<'py>,
+    loc: f64,
+    scale: f64,
+    shape: Option<&Bound<'py, PyAny>>,
+    ctx: Option<&Bound<'py, PyAny>>,
+    dtype: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyNDArray>> {
+    context::from_py_opt(ctx)?.ensure_available().py()?;
+    let dt = dtype::from_py_opt(dtype)?.unwrap_or(DType::F32);
+    let shape = shape.map(shape_of).transpose()?.unwrap_or_else(|| vec![1]);
+    wrap(py, py.detach(|| NDArray::random_normal(loc, scale, &shape, dt)).py()?)
+}
+
+/// Seeds oxnet's global random generator.
+#[pyfunction]
+pub fn seed(seed_state: u64) {
+    oxnet_core::random::seed(seed_state);
+}
+
+/// `nd.waitall()`: computation is synchronous, so nothing is pending.
+#[pyfunction]
+pub fn waitall() {}
+

@@ -1,0 +1,211 @@
+//! `x[key]` and `x[key] = value`: numpy's basic indexing (integers,
+//! slices, `...`, `None`) as views of the same memory, and integer arrays
+//! along the first axis (a copy, through the `take` operator).
+
+use crate::array::PyNDArray;
+use crate::errors::{IntoPyResult, MXNetError};
+use oxnet_core::{autograd, invoke1, AttrValue, NDArray, SliceSpec};
+use pyo3::exceptions::{PyIndexError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyEllipsis, PyInt, PyList, PySlice, PyTuple};
+
+/// One entry of an index tuple.
+enum Entry {
+    Int(i64),
+    Slice(SliceSpec),
+    Ellipsis,
+    NewAxis,
+}
+
+fn entries(key: &Bound<'_, PyAny>) -> PyResult<Vec<Entry>> {
+    let items: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
+        Ok(t) => t.iter().collect(),
+        Err(_) => vec![key.clone()],
+    };
+    items
+        .iter()
+        .map(|k| {
+            if k.is_instance_of::<PyInt>() || (k.hasattr("__index__")? && !k.is_instance_of::<PyNDArray>()) {
+                Ok(Entry::Int(k.extract()?))
+            } else if let Ok(s) = k.cast::<PySlice>() {
+                let part = |name: &str| -> PyResult<Option<i64>> {
+                    let v = s.getattr(name)?;
+                    if v.is_none() {
+                        Ok(None)
+                    } else {
+                        v.extract().map(Some)
+                    }
+                };
+                Ok(Entry::Slice(SliceSpec { begin: part("start")?, end: part("stop")?, step: part("step")? }))
+            } else if k.is_instance_of::<PyEllipsis>() {
+                Ok(Entry::Ellipsis)
+            } else if k.is_none() {
+                Ok(Entry::NewAxis)
+            } else {
+                Err(PyTypeError::new_err(format!(
+                    "NDArray indices must be integers, slices, `...`, None or integer arrays, not {}",
+                    k.get_type().name()?
+                )))
+            }
+        })
+        .collect()
+}
+
+/// The view `a[key]` for basic keys.
+fn basic(a: &NDArray, key: &Bound<'_, PyAny>) -> PyResult<NDArray> {
+    let entries = entries(key)?;
+    let consuming = entries.iter().filter(|e| matches!(e, Entry::Int(_) | Entry::Slice(_))).count();
+    if consuming > a.ndim() {
+        return Err(PyIndexError::new_err(format!(
+            "too many indices ({consuming}) for an array of {} dimensions",
+            a.ndim()
+        )));
+    }
+    // resolve `...` and trailing axes into one spec per axis
+    let mut specs: Vec<SliceSpec> = Vec::with_capacity(a.ndim());
+    let mut squeeze: Vec<i64> = Vec::new();
+    let mut new_axes: Vec<usize> = Vec::new();
+    let mut seen_ellipsis = false;
+    let mut out_axis = 0usize;
+    for e in &entries {
+        match e {
+            Entry::Int(i) => {
+                let axis = specs.len();
+                let len = a.shape()[axis] as i64;
+                let idx = if *i < 0 { i + len } else { *i };
+                if idx < 0 || idx >= len {
+                    return Err(PyIndexError::new_err(format!(
+                        "index {i} is out of bounds for axis {axis} with size {len}"
+                    )));
+                }
+                specs.push(SliceSpec::range(idx, idx + 1));
+                squeeze.push(out_axis as i64);
+                out_axis += 1;
+            }
+            Entry::Slice(s) => {
+                specs.push(*s);
+                out_axis += 1;
+            }
+            Entry::Ellipsis => {
+                if seen_ellipsis {
+                    return Err(PyIndexError::new_err("an index can only have a single ellipsis ('...')"));
+                }
+                seen_ellipsis = true;
+                for _ in 0..a.ndim() - consuming {
+                    specs.push(SliceSpec::all());
+                    out_axis += 1;
+                }
+            }
+            Entry::NewAxis => new_axes.push(out_axis + new_axes.len()),
+        }
+    }
+    if autograd::is_recording() {
+        return recorded(a, &specs, &squeeze, &new_axes);
+    }
+    let mut v = a.slice(&specs).py()?;
+    if !squeeze.is_empty() {
+        v = v.squeeze(Some(&squeeze)).py()?;
+    }
+    for axis in remap_new_axes(&new_axes, &squeeze) {
+        v = v.expand_dims(axis as i64).py()?;
+    }
+    Ok(v)
+}
+
+/// Positions of new axes in the result after the integer-indexed axes are gone.
+fn remap_new_axes(new_axes: &[usize], squeezed: &[i64]) -> Vec<usize> {
+    new_axes
+        .iter()
+        .enumerate()
+        .map(|(k, &pos)| {
+            // `pos` counts earlier new axes and consumed axes; subtract squeezed axes before it
+            let before = squeezed.iter().filter(|&&s| (s as usize) + k < pos).count();
+            pos - before
+        })
+        .collect()
+}
+
+/// `a[key]` through operators, so that autograd records it.
+fn recorded(a: &NDArray, specs: &[SliceSpec], squeeze: &[i64], new_axes: &[usize]) -> PyResult<NDArray> {
+    let text = |f: fn(&SliceSpec) -> Option<i64>| {
+        let parts: Vec<String> = specs.iter().map(|s| f(s).map_or("None".to_string(), |v| v.to_string())).collect();
+        format!("({},)", parts.join(","))
+    };
+    let mut v = invoke1(
+        "slice",
+        &[a],
+        &[
+            ("begin", AttrValue::Raw(text(|s| s.begin))),
+            ("end", AttrValue::Raw(text(|s| s.end))),
+            ("step", AttrValue::Raw(text(|s| s.step))),
+        ],
+    )
+    .py()?;
+    if !squeeze.is_empty() || !new_axes.is_empty() {
+        let mut shape: Vec<i64> = v
+            .shape()
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !squeeze.contains(&(*i as i64)))
+            .map(|(_, &d)| d as i64)
+            .collect();
+        for axis in remap_new_axes(new_axes, squeeze) {
+            shape.insert(axis, 1);
+        }
+        v = invoke1("reshape", &[&v], &[("shape", AttrValue::Ints(shape))]).py()?;
+    }
+    Ok(v)
+}
+
+fn as_index_array(key: &Bound<'_, PyAny>) -> PyResult<Option<NDArray>> {
+    if let Ok(a) = key.cast::<PyNDArray>() {
+        return Ok(Some(a.get().inner.clone()));
+    }
+    if key.is_instance_of::<PyList>() || key.hasattr("__array_interface__")? {
+        let arr = crate::create::array_from_any(key, None)?;
+        return Ok(Some(arr));
+    }
+    Ok(None)
+}
+
+/// `a[key]`.
+pub fn get(a: &NDArray, key: &Bound<'_, PyAny>) -> PyResult<NDArray> {
+    if let Some(idx) = as_index_array(key)? {
+        return invoke1("take", &[a, &idx], &[]).py();
+    }
+    basic(a, key)
+}
+
+/// `a[key] = value` (value: an NDArray, a number, or anything numpy takes).
+pub fn set(a: &NDArray, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    if as_index_array(key)?.is_some() {
+        return Err(MXNetError::new_err(
+            "assignment through an integer-array index is not supported; use basic indices (ints, slices)",
+        ));
+    }
+    let target = {
+        let _pause = autograd::pause();
+        basic(a, key)?
+    };
+    if let Ok(f) = value.extract::<f64>() {
+        if !value.is_instance_of::<PyNDArray>() {
+            return target.fill(f).py();
+        }
+    }
+    let src = match value.cast::<PyNDArray>() {
+        Ok(v) => v.get().inner.clone(),
+        Err(_) => crate::create::array_from_any(value, Some(target.dtype()))?,
+    };
+    let src = if src.shape() == target.shape() {
+        src
+    } else {
+        src.broadcast_to(target.shape()).map_err(|e| {
+            MXNetError::new_err(format!(
+                "cannot assign an array of shape {:?} to a region of shape {:?}: {e}",
+                src.shape(),
+                target.shape()
+            ))
+        })?
+    };
+    target.assign_from(&src).py()
+}

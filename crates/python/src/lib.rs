@@ -1,0 +1,52 @@
+//! # oxnet-python
+//!
+//! The `oxnet._oxnet` extension module: thin bindings from Python to
+//! `oxnet-core`. The Python package `oxnet` (in `python/oxnet`) builds the
+//! MXNet-compatible API on top of it; no kernel lives here or there.
+
+mod array;
+mod autograd;
+mod check;
+mod context;
+mod create;
+mod custom;
+mod dlpack;
+mod dtype;
+mod errors;
+mod indexing;
+mod invoke;
+mod numpy_interop;
+
+use pyo3::prelude::*;
+
+/// The extension module.
+#[pymodule]
+fn _oxnet(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("MXNetError", m.py().get_type::<errors::MXNetError>())?;
+    m.add_class::<array::PyNDArray>()?;
+    m.add_class::<invoke::OpHandle>()?;
+    m.add_function(wrap_pyfunction!(invoke::op_handle, m)?)?;
+    m.add_function(wrap_pyfunction!(invoke::invoke, m)?)?;
+    m.add_function(wrap_pyfunction!(invoke::list_ops, m)?)?;
+    m.add_function(wrap_pyfunction!(create::array, m)?)?;
+    m.add_function(wrap_pyfunction!(create::full, m)?)?;
+    m.add_function(wrap_pyfunction!(create::empty, m)?)?;
+    m.add_function(wrap_pyfunction!(create::arange, m)?)?;
+    m.add_function(wrap_pyfunction!(create::random_uniform, m)?)?;
+    m.add_function(wrap_pyfunction!(create::random_normal, m)?)?;
+    m.add_function(wrap_pyfunction!(create::seed, m)?)?;
+    m.add_function(wrap_pyfunction!(create::waitall, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::set_recording, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::set_training, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::is_recording, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::is_training, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::backward, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::grad, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::mark_variables, m)?)?;
+    m.add_function(wrap_pyfunction!(custom::register_prop, m)?)?;
+    m.add_function(wrap_pyfunction!(custom::unregister_prop, m)?)?;
+    m.add_function(wrap_pyfunction!(custom::registered_props, m)?)?;
+    m.add_function(wrap_pyfunction!(custom::register_function, m)?)?;
+    m.add_function(wrap_pyfunction!(check::check_op, m)?)?;
+    Ok(())
+}

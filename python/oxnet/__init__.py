@@ -1,0 +1,26 @@
+"""oxnet: a deep-learning engine in Rust where custom operators behave like built-ins.
+
+The API follows Apache MXNet 1.x, so code written for it runs with
+``import oxnet as mx``::
+
+    import oxnet as mx
+    x = mx.nd.array([0, 1, 2, 3])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.sigmoid(x)
+    y.backward()
+"""
+
+from . import base, context, ndarray, autograd, operator, random, test_utils, library
+from .base import MXNetError
+from .context import Context, cpu, gpu, current_context, num_gpus
+from .operator import customop
+
+nd = ndarray
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "base", "context", "ndarray", "nd", "autograd", "operator", "random", "test_utils", "library",
+    "MXNetError", "Context", "cpu", "gpu", "current_context", "num_gpus", "customop",
+]

@@ -1,0 +1,97 @@
+"""Imperative automatic differentiation (the reference's ``mxnet.autograd``).
+
+Operators called inside ``with record():`` are recorded; ``backward`` walks
+the record and fills the gradient buffers attached with
+``NDArray.attach_grad``. The flags are per thread.
+"""
+
+from . import _oxnet
+
+__all__ = [
+    "record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
+    "set_recording", "set_training", "backward", "grad", "mark_variables",
+]
+
+
+class _Scope:
+    """Sets the recording and/or training flag for a ``with`` block, restoring both after."""
+
+    def __init__(self, is_record, train_mode):
+        self._record = is_record
+        self._train = train_mode
+        self._prev = None
+
+    def __enter__(self):
+        prev_record = _oxnet.set_recording(self._record) if self._record is not None else None
+        prev_train = _oxnet.set_training(self._train) if self._train is not None else None
+        self._prev = (prev_record, prev_train)
+        return self
+
+    def __exit__(self, *exc):
+        prev_record, prev_train = self._prev
+        if prev_record is not None:
+            _oxnet.set_recording(prev_record)
+        if prev_train is not None:
+            _oxnet.set_training(prev_train)
+        return False
+
+
+def record(train_mode=True):
+    """Records operator calls for differentiation (train mode by default)."""
+    return _Scope(True, train_mode)
+
+
+def pause(train_mode=False):
+    """Stops recording inside a ``record()`` block."""
+    return _Scope(False, train_mode)
+
+
+def train_mode():
+    """Train mode (Dropout active, custom ops get ``is_train=True``) without changing recording."""
+    return _Scope(None, True)
+
+
+def predict_mode():
+    """Predict mode without changing recording."""
+    return _Scope(None, False)
+
+
+def is_recording():
+    """Whether operator calls are being recorded."""
+    return _oxnet.is_recording()
+
+
+def is_training():
+    """Whether train mode is on."""
+    return _oxnet.is_training()
+
+
+def set_recording(is_recording):  # pylint: disable=redefined-outer-name
+    """Sets the recording flag; returns the previous value."""
+    return _oxnet.set_recording(bool(is_recording))
+
+
+def set_training(train_mode):  # pylint: disable=redefined-outer-name
+    """Sets the train-mode flag; returns the previous value."""
+    return _oxnet.set_training(bool(train_mode))
+
+
+def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # pylint: disable=redefined-outer-name
+    """Back-propagates from ``heads`` (an NDArray or a list) into the
+    variables' gradient buffers, honouring each one's ``grad_req``."""
+    _oxnet.backward(heads, head_grads, retain_graph, train_mode)
+
+
+def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False, train_mode=True):  # pylint: disable=redefined-outer-name
+    """Returns the gradients of ``heads`` with respect to ``variables`` (a
+    list, or one NDArray when ``variables`` is one). With
+    ``create_graph=True`` the gradients are recorded, so they can be
+    differentiated again."""
+    single = not isinstance(variables, (list, tuple))
+    result = _oxnet.grad(heads, variables, head_grads, retain_graph, create_graph, train_mode)
+    return result[0] if single else result
+
+
+def mark_variables(variables, gradients, grad_reqs="write"):
+    """Marks arrays as variables whose gradients go into ``gradients``."""
+    _oxnet.mark_variables(variables, gradients, grad_reqs)

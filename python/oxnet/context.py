@@ -1,0 +1,79 @@
+"""Devices: ``Context``, ``cpu()`` and ``gpu()`` (the reference's names)."""
+
+import threading
+
+from .base import MXNetError
+
+__all__ = ["Context", "cpu", "gpu", "current_context", "num_gpus"]
+
+
+class Context:
+    """A device on which arrays live and operators run.
+
+    ``Context('cpu')`` or ``Context('gpu', 0)``; usable as a ``with`` block
+    to set the default device of this thread.
+    """
+
+    _default = threading.local()
+    devtype2str = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
+    devstr2type = {v: k for k, v in devtype2str.items()}
+
+    def __init__(self, device_type, device_id=0):
+        if isinstance(device_type, Context):
+            device_type, device_id = device_type.device_type, device_type.device_id
+        if device_type not in self.devstr2type:
+            raise ValueError(f"unknown device type {device_type!r} (expected 'cpu' or 'gpu')")
+        self.device_type = device_type
+        self.device_id = int(device_id)
+        self._old = None
+
+    @property
+    def device_typeid(self):
+        """The numeric device type (1 cpu, 2 gpu)."""
+        return self.devstr2type[self.device_type]
+
+    def __eq__(self, other):
+        return (
+            isinstance(other, Context)
+            and self.device_type == other.device_type
+            and self.device_id == other.device_id
+        )
+
+    def __hash__(self):
+        return hash((self.device_type, self.device_id))
+
+    def __repr__(self):
+        return f"{self.device_type}({self.device_id})"
+
+    __str__ = __repr__
+
+    def __enter__(self):
+        self._old = current_context()
+        Context._default.value = self
+        return self
+
+    def __exit__(self, *exc):
+        Context._default.value = self._old
+        return False
+
+
+def cpu(device_id=0):
+    """The CPU context."""
+    return Context("cpu", device_id)
+
+
+def gpu(device_id=0):
+    """A GPU context. This build of oxnet has no GPU backend, so this raises."""
+    raise MXNetError(
+        f"gpu({device_id}) is not available: this build of oxnet has no GPU backend (use mx.cpu())"
+    )
+
+
+def num_gpus():
+    """Number of GPUs oxnet can use (0: no GPU backend in this build)."""
+    return 0
+
+
+def current_context():
+    """The default context of this thread (``cpu(0)`` unless a ``with`` block set one)."""
+    return getattr(Context._default, "value", None) or Context("cpu", 0)

@@ -1,0 +1,50 @@
+"""Generates one Python function per registry operator.
+
+Each function passes its arrays and keyword attributes straight to the
+engine (``_oxnet.invoke``); its docstring comes from the registry. Operators
+registered later (custom functions, loaded libraries) are added by calling
+:func:`refresh` again.
+"""
+
+from .. import _oxnet
+
+_RESERVED = {"array", "zeros", "ones", "full", "empty", "arange", "waitall", "random", "invoke", "NDArray"}
+
+
+def _docstring(name, aliases, doc, arguments, attrs, variadic):
+    lines = [doc.strip() or f"The `{name}` operator.", "", "Parameters", "----------"]
+    if variadic:
+        lines.append("*data : NDArray\n    The input arrays.")
+    for arg in arguments:
+        lines.append(f"{arg} : NDArray\n    Input `{arg}`.")
+    for attr_name, kind, default, attr_doc in attrs:
+        suffix = ", required" if default is None else f", optional, default={default}"
+        lines.append(f"{attr_name} : {kind}{suffix}\n    {attr_doc}")
+    lines.append("out : NDArray, optional\n    Write the result into this array.")
+    if aliases:
+        lines += ["", "Aliases: " + ", ".join(aliases)]
+    return "\n".join(lines)
+
+
+def _make(name, handle, docstring):
+    invoke = _oxnet.invoke
+
+    def op(*args, **kwargs):
+        return invoke(handle, args, kwargs)
+
+    op.__name__ = name
+    op.__qualname__ = name
+    op.__doc__ = docstring
+    op.__module__ = "oxnet.ndarray"
+    return op
+
+
+def refresh(namespace):
+    """Adds (or replaces) a function in ``namespace`` for every registry operator."""
+    for name, aliases, doc, arguments, attrs, variadic in _oxnet.list_ops():
+        handle = _oxnet.op_handle(name)
+        docstring = _docstring(name, aliases, doc, arguments, attrs, variadic)
+        for n in [name, *aliases]:
+            if n in _RESERVED:
+                continue
+            namespace[n] = _make(n, handle, docstring)
