@@ -1,0 +1,299 @@
+//! Opening a library, checking it, and registering its operators.
+
+use crate::host::{c_str, checked, host_table, host_version};
+use crate::opdef::{op_def, LoadedOp};
+use oxnet_abi as abi;
+use oxnet_core::{registry, Error, Result};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// How to load a library.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Print nothing (by default the operators found are printed).
+    pub quiet: bool,
+}
+
+/// A partitioner or graph pass a library declared (recorded; graphs are not
+/// wired into oxnet yet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraphExtension {
+    /// Its name.
+    pub name: String,
+    /// For partitioners: the strategies, with their subgraph operator names.
+    pub strategies: Vec<(String, String)>,
+}
+
+struct Loaded {
+    path: PathBuf,
+    op_names: Vec<String>,
+    partitioners: Vec<GraphExtension>,
+    passes: Vec<String>,
+    _lib: Arc<libloading::Library>,
+}
+
+/// A loaded extension library. Libraries stay loaded for the process.
+#[derive(Clone)]
+pub struct Library {
+    inner: Arc<Loaded>,
+}
+
+impl std::fmt::Debug for Library {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Library").field("path", &self.inner.path).field("ops", &self.inner.op_names).finish()
+    }
+}
+
+impl Library {
+    /// The path it was loaded from (as given).
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Names of the operators it registered, in the library's order.
+    pub fn op_names(&self) -> &[String] {
+        &self.inner.op_names
+    }
+
+    /// The partitioners it declared (recorded, not yet usable: oxnet has no graphs yet).
+    pub fn partitioners(&self) -> &[GraphExtension] {
+        &self.inner.partitioners
+    }
+
+    /// Names of the graph passes it declared (recorded, not yet usable).
+    pub fn passes(&self) -> &[String] {
+        &self.inner.passes
+    }
+}
+
+static LOADED: Mutex<Option<HashMap<PathBuf, Library>>> = Mutex::new(None);
+
+/// Every library loaded so far.
+pub fn loaded() -> Vec<Library> {
+    LOADED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map(|m| m.values().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// Loads the library at `path` (absolute, with the platform's shared-library
+/// suffix) and registers its operators; prints "Found N operators in
+/// library" and their names when `verbose`. Loading a path again returns the
+/// library loaded before.
+pub fn load(path: impl AsRef<Path>, verbose: bool) -> Result<Library> {
+    load_with(path, &LoadOptions { quiet: !verbose })
+}
+
+fn fail(path: &Path, msg: impl std::fmt::Display) -> Error {
+    Error::Custom { msg: format!("cannot load library `{}`: {msg}", path.display()), source: None }
+}
+
+/// [`load`] with options.
+pub fn load_with(path: impl AsRef<Path>, options: &LoadOptions) -> Result<Library> {
+    let path = path.as_ref();
+    if !path.is_absolute() {
+        return Err(fail(path, "the path must be absolute"));
+    }
+    let suffix = std::env::consts::DLL_SUFFIX;
+    if !path.to_string_lossy().ends_with(suffix) {
+        return Err(fail(path, format!("the file name must end with `{suffix}`")));
+    }
+    if !path.is_file() {
+        return Err(fail(path, "no such file"));
+    }
+    let key = path.canonicalize().map_err(|e| fail(path, e))?;
+    // One load at a time: the registry checks and registration below are atomic.
+    let mut guard = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(lib) = guard.as_ref().and_then(|m| m.get(&key)) {
+        if !options.quiet {
+            println!(
+                "Library {} was loaded before; its {} operators are registered",
+                path.display(),
+                lib.op_names().len()
+            );
+        }
+        return Ok(lib.clone());
+    }
+    let lib = open(path)?;
+    if !options.quiet {
+        println!("Found {} operators in library", lib.op_names().len());
+        for (i, name) in lib.op_names().iter().enumerate() {
+            println!("\tOp[{i}] {name}");
+        }
+        if !lib.partitioners().is_empty() || !lib.passes().is_empty() {
+            println!(
+                "Found {} partitioners and {} graph passes (recorded; oxnet cannot run them until graphs land)",
+                lib.partitioners().len(),
+                lib.passes().len()
+            );
+        }
+    }
+    guard.get_or_insert_with(HashMap::new).insert(key, lib.clone());
+    Ok(lib)
+}
+
+fn open(path: &Path) -> Result<Library> {
+    // SAFETY: loading a library runs its initialisers; loading arbitrary code
+    // is what the caller asked for.
+    let lib = unsafe { libloading::Library::new(path) }
+        .map_err(|e| fail(path, format!("not a loadable shared library ({e})")))?;
+    let entry: abi::EntryFn = unsafe {
+        *lib.get::<abi::EntryFn>(abi::ENTRY_NAME.as_bytes()).map_err(|_| {
+            fail(
+                path,
+                format!(
+                    "it exports no `{}`: it is not an oxnet extension library (build it against \
+                     oxnet_ext.h, lib_api.h or the oxnet-sdk crate)",
+                    abi::ENTRY_NAME
+                ),
+            )
+        })?
+    };
+    let lib = Arc::new(lib);
+    // SAFETY: the entry point is declared with this signature by the ABI.
+    let table = unsafe { entry(host_table()) };
+    if table.is_null() {
+        return Err(fail(path, "its entry point refused this oxnet (returned no table)"));
+    }
+    // The first two fields are the same in every ABI version.
+    let (version, size) = unsafe {
+        let head = table as *const u32;
+        (*head, *head.add(1))
+    };
+    if version != abi::ABI_VERSION {
+        return Err(fail(
+            path,
+            format!(
+                "it was built for oxnet extension ABI version {version}; this oxnet ({}) speaks version {}",
+                env!("CARGO_PKG_VERSION"),
+                abi::ABI_VERSION
+            ),
+        ));
+    }
+    let table: abi::Library = unsafe { *table };
+    let ours = abi::Library::empty();
+    let sizes = [
+        ("oxnet_ext_library", size, ours.struct_size),
+        ("oxnet_ext_op", table.op_size, ours.op_size),
+        ("oxnet_ext_partitioner", table.partitioner_size, ours.partitioner_size),
+        ("oxnet_ext_pass", table.pass_size, ours.pass_size),
+        ("DLTensor", table.tensor_size, ours.tensor_size),
+        ("oxnet_ext_shape", table.shape_size, ours.shape_size),
+        ("oxnet_ext_resource", table.resource_size, ours.resource_size),
+    ];
+    for (name, theirs, ours) in sizes {
+        if theirs != ours {
+            return Err(fail(
+                path,
+                format!("its {name} is {theirs} bytes, this oxnet's is {ours} (ABI version {version} on both sides: a mismatched header?)"),
+            ));
+        }
+    }
+    if let Some(init) = table.initialize {
+        checked("initialize", |err| unsafe { init(host_version(), err) }).map_err(|e| {
+            fail(
+                path,
+                format!(
+                    "the library refused oxnet {} (host version {}): {e}",
+                    env!("CARGO_PKG_VERSION"),
+                    host_version()
+                ),
+            )
+        })?;
+    }
+    let ops = read_ops(path, &table, &lib)?;
+    let partitioners = read_partitioners(path, &table)?;
+    let passes = read_passes(path, &table)?;
+    let op_names: Vec<String> = ops.iter().map(|o| o.name.clone()).collect();
+    for op in ops {
+        registry::register(op_def(op));
+    }
+    Ok(Library {
+        inner: Arc::new(Loaded { path: path.to_path_buf(), op_names, partitioners, passes, _lib: lib }),
+    })
+}
+
+fn slice<'a, T>(ptr: *const T, n: i32, what: &str, path: &Path) -> Result<&'a [T]> {
+    if n < 0 || (n > 0 && ptr.is_null()) {
+        return Err(fail(path, format!("its table declares {n} {what} at {ptr:?}")));
+    }
+    // SAFETY: the library declares `n` entries at `ptr`, living as long as it.
+    Ok(if n == 0 { &[] } else { unsafe { std::slice::from_raw_parts(ptr, n as usize) } })
+}
+
+/// Checks every operator descriptor; nothing is registered if one is bad.
+fn read_ops(path: &Path, table: &abi::Library, lib: &Arc<libloading::Library>) -> Result<Vec<Arc<LoadedOp>>> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for (i, d) in slice(table.ops, table.num_ops, "operators", path)?.iter().enumerate() {
+        if d.struct_size != std::mem::size_of::<abi::Op>() as u32 {
+            return Err(fail(path, format!("operator {i} has struct_size {}", d.struct_size)));
+        }
+        if d.name.is_null() {
+            return Err(fail(path, format!("operator {i} has no name")));
+        }
+        // SAFETY: non-null NUL-terminated string in the library's table.
+        let name = unsafe { std::ffi::CStr::from_ptr(d.name) }
+            .to_str()
+            .map_err(|_| fail(path, format!("operator {i}'s name is not UTF-8")))?
+            .to_string();
+        let bad = |what: &str| fail(path, format!("operator `{name}` {what}"));
+        if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(bad("has an empty name or one with spaces"));
+        }
+        if !seen.insert(name.clone()) {
+            return Err(bad("is declared twice"));
+        }
+        if registry::contains(&name) {
+            return Err(bad(
+                "is already registered (a built-in or another library's operator has this name)",
+            ));
+        }
+        if d.parse_attrs.is_none() || d.infer_type.is_none() || d.infer_shape.is_none() {
+            return Err(bad("lacks parse_attrs, infer_type or infer_shape"));
+        }
+        let has_kernel = d.forward.iter().any(|f| f.is_some()) || d.create_state.iter().any(|f| f.is_some());
+        if !has_kernel {
+            return Err(bad("has neither a forward function nor create_state"));
+        }
+        out.push(Arc::new(LoadedOp {
+            name,
+            library: path.display().to_string(),
+            desc: *d,
+            _lib: lib.clone(),
+        }));
+    }
+    Ok(out)
+}
+
+fn read_partitioners(path: &Path, table: &abi::Library) -> Result<Vec<GraphExtension>> {
+    let mut out = Vec::new();
+    for p in slice(table.partitioners, table.num_partitioners, "partitioners", path)? {
+        let name = unsafe { c_str(p.name) };
+        let mut strategies = Vec::new();
+        for s in slice(p.strategies, p.num_strategies, "strategies", path)? {
+            let (sname, op) = unsafe { (c_str(s.name), c_str(s.subgraph_op_name)) };
+            if s.supported_ops.is_none() && s.create_selector.is_none() {
+                return Err(fail(path, format!("partitioner `{name}` strategy `{sname}` selects no nodes")));
+            }
+            strategies.push((sname, op));
+        }
+        out.push(GraphExtension { name, strategies });
+    }
+    Ok(out)
+}
+
+fn read_passes(path: &Path, table: &abi::Library) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for p in slice(table.passes, table.num_passes, "graph passes", path)? {
+        let name = unsafe { c_str(p.name) };
+        if p.run.is_none() {
+            return Err(fail(path, format!("graph pass `{name}` has no function")));
+        }
+        out.push(name);
+    }
+    Ok(out)
+}
