@@ -52,6 +52,8 @@ class CustomOp:
         if req in ("write", "inplace"):
             dst[:] = src
         elif req == "add":
+            if getattr(src, "dtype", dst.dtype) != dst.dtype:
+                src = src.astype(dst.dtype)
             dst[:] = dst + src
         else:
             raise MXNetError(f"unknown request {req!r} (expected 'null', 'write', 'inplace' or 'add')")

@@ -238,6 +238,9 @@ pub struct OpDef {
     /// The kernel accepts non-contiguous inputs (otherwise the dispatcher
     /// hands it contiguous copies).
     pub accepts_strided: bool,
+    /// How many leading outputs callers see (the rest, such as Dropout's
+    /// mask, are kept for the gradient). `None`: all of them.
+    pub visible_outputs: Option<usize>,
     /// Counts of (arguments, aux states, outputs) when the names are fixed,
     /// so that calls need not build the name lists.
     pub(crate) fixed_counts: [Option<usize>; 3],
@@ -315,6 +318,7 @@ impl OpDef {
             create_state: None,
             prepare: None,
             accepts_strided: false,
+            visible_outputs: None,
             fixed_counts: [Some(1), Some(0), Some(1)],
             arity: None,
         }
@@ -502,6 +506,13 @@ impl OpDef {
     /// Lets the kernel see non-contiguous inputs.
     pub fn accepts_strided(mut self) -> Self {
         self.accepts_strided = true;
+        self
+    }
+
+    /// Shows callers only the first `n` outputs (front ends such as Python
+    /// return those); the others exist for the gradient.
+    pub fn visible_outputs(mut self, n: usize) -> Self {
+        self.visible_outputs = Some(n);
         self
     }
 

@@ -148,7 +148,7 @@ pub fn invoke<'py>(
         attr_pairs.push(("num_args".into(), AttrValue::Int((positional.len() + named.len()) as i64)));
     }
     let pairs: Vec<(&str, AttrValue)> = attr_pairs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-    let attrs = op.parse_attrs(&pairs).map_err(|e| e.in_op(&op.name)).py()?;
+    let attrs = op.parse_attrs(&pairs).py()?;
     let inputs = if named.is_empty() { positional } else { arrange_inputs(op, &attrs, positional, named)? };
 
     match out {
@@ -157,7 +157,11 @@ pub fn invoke<'py>(
                 let refs: Vec<&NDArray> = inputs.iter().collect();
                 oxnet_core::invoke_op(op, &refs, &attrs)
             });
-            wrap_outputs(py, outputs.py()?)
+            let mut outputs = outputs.py()?;
+            if let Some(n) = op.visible_outputs {
+                outputs.truncate(n);
+            }
+            wrap_outputs(py, outputs)
         }
         Some(out_obj) => {
             let targets: Vec<NDArray> = if let Ok(a) = out_obj.cast::<PyNDArray>() {

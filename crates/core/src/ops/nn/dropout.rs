@@ -125,6 +125,7 @@ pub(super) fn register() {
                 "Accepted for compatibility; ignored.",
             ))
             .outputs(&["output", "mask"])
+            .visible_outputs(1)
             .prepare(|attrs| {
                 prob(attrs)?;
                 Ok(Arc::new(()))
