@@ -1,0 +1,1019 @@
+/*
+ * lib_api.h -- the C++ SDK for oxnet operator libraries (C++17, header-only).
+ *
+ * It offers the API of the reference system's extension header (MXNet 1.x
+ * lib_api.h, seed 004): MXTensor, OpResource, CustomStatefulOp, CustomOp with
+ * its setters, REGISTER_OP and an `initialize(int version)` hook, with the
+ * same function signatures, so an operator source written for the reference
+ * compiles against this header with only its #include line changed. The names
+ * live in `oxnet::ext`; `mxnet::ext` is an alias of it, so
+ * `using namespace mxnet::ext;` works as with the reference.
+ *
+ * Underneath, the header implements oxnet's C ABI (oxnet_ext.h): it defines
+ * the entry point `oxnet_ext_entry`, which hands oxnet one descriptor per
+ * registered operator, and converts between the ABI's DLTensors, shapes and
+ * attributes and this API's types. Differences from the reference:
+ *   - every output tensor carries its request (`MXTensor::req`: kNullOp,
+ *     kWriteTo, kWriteInplace, kAddTo); a kernel must honour kAddTo by adding
+ *     to what the buffer holds, and must leave kNullOp outputs alone;
+ *   - errors belong to the call that failed: text written to MX_ERROR_MSG
+ *     during a callback, or the message of a C++ exception that escapes it,
+ *     becomes that call's error in oxnet (there is no global list). No
+ *     exception ever crosses into oxnet;
+ *   - `initialize` is optional, and receives oxnet's version
+ *     (major*10000 + minor*100 + patch), not MXNet's;
+ *   - inferType is optional (by default every output takes the dtype of the
+ *     first input whose dtype is known);
+ *   - tensors are dense (no sparse storage); partitioners and graph passes
+ *     are not offered by this header yet.
+ *
+ * Build a library with:  g++ -std=c++17 -shared -fPIC -O2 -I <oxnet>/include my_op.cc -o libmy_op.so
+ * (GCC or Clang on ELF or Mach-O platforms.)
+ */
+#ifndef OXNET_LIB_API_H_
+#define OXNET_LIB_API_H_
+
+#if !defined(__cplusplus) || __cplusplus < 201703L
+#error "oxnet/lib_api.h needs C++17 (compile with -std=c++17); C authors use oxnet_ext.h"
+#endif
+
+#include "oxnet_ext.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#if defined(__NVCC__) || defined(__CUDACC__)
+#include <cuda_runtime.h>
+#include <curand_kernel.h>
+#endif
+
+/** Version of this SDK's API (the ABI version it speaks). */
+#define OXNET_LIB_API_VERSION OXNET_EXT_ABI_VERSION
+
+/** Number of CPU generators `OpResource::get_cpu_rand_states` hands out. */
+#define MX_NUM_CPU_RANDOM_STATES 1024
+/** Number of GPU generator states (reserved: no GPU backend yet). */
+#define MX_NUM_GPU_RANDOM_STATES 32768
+
+/** Attribute keys the reference reserves (kept for source compatibility). */
+#define MX_STR_SUBGRAPH_SYM_JSON "subgraph_sym_json"
+#define MX_STR_DTYPE "__ext_dtype__"
+#define MX_STR_SHAPE "__ext_shape__"
+#define MX_STR_EXTRA_INPUTS "__ext_extra_inputs__"
+
+/* The registry, the per-call error messages and the bridge to the ABI are
+ * private to each library (hidden visibility): two libraries built with this
+ * header never share a registry. The types authors use (MXTensor,
+ * CustomStatefulOp, ...) keep the default visibility, so that classes
+ * deriving from them or holding them compile without visibility warnings. */
+
+namespace oxnet {
+namespace ext {
+
+/** Element types, numbered as the reference (and oxnet's ABI) numbers them. */
+enum MXDType {
+  kFloat32 = 0,
+  kFloat64 = 1,
+  kFloat16 = 2,
+  kUint8 = 3,
+  kInt32 = 4,
+  kInt8 = 5,
+  kInt64 = 6,
+  kBool = 7,
+  kBfloat16 = 12,
+  kUNSET = 100,
+};
+
+/** Storage types (oxnet tensors are always kDefaultStorage, dense). */
+enum MXStorageType {
+  kDefaultStorage = 0,
+  kRowSparseStorage = 1,
+  kCSRStorage = 2,
+};
+
+/** What every user callback returns. */
+enum MXReturnValue {
+  MX_FAIL = 0,
+  MX_SUCCESS = 1,
+};
+
+/** How a kernel must store an output (oxnet addition; MXNet's OpReqType names). */
+enum MXReqType {
+  /** Do not touch the buffer. */
+  kNullOp = OXNET_EXT_REQ_NULL,
+  /** Overwrite the buffer. */
+  kWriteTo = OXNET_EXT_REQ_WRITE,
+  /** Overwrite the buffer, which may alias an input. */
+  kWriteInplace = OXNET_EXT_REQ_INPLACE,
+  /** Add the result to what the buffer holds. */
+  kAddTo = OXNET_EXT_REQ_ADD,
+};
+
+#pragma GCC visibility push(hidden)
+namespace detail {
+
+/** Messages written with MX_ERROR_MSG during the current callback (per thread). */
+inline std::vector<std::unique_ptr<std::ostringstream>>& error_messages() {
+  thread_local std::vector<std::unique_ptr<std::ostringstream>> messages;
+  return messages;
+}
+
+/** Starts a new error message of the current callback. */
+inline std::ostringstream& new_error_message() {
+  auto& messages = error_messages();
+  messages.push_back(std::make_unique<std::ostringstream>());
+  return *messages.back();
+}
+
+/** The current callback's messages, trimmed and joined with "; "; clears them. */
+inline std::string take_error_messages() {
+  std::string all;
+  for (auto& m : error_messages()) {
+    std::string s = m->str();
+    size_t end = s.find_last_not_of(" \t\r\n");
+    size_t begin = s.find_first_not_of(" \t\r\n");
+    if (end == std::string::npos) continue;
+    if (!all.empty()) all += "; ";
+    all += s.substr(begin, end - begin + 1);
+  }
+  error_messages().clear();
+  return all;
+}
+
+}  // namespace detail
+#pragma GCC visibility pop
+
+/** Writes an error message for the running callback: `MX_ERROR_MSG << "bad shape";`. */
+#define MX_ERROR_MSG ::oxnet::ext::detail::new_error_message()
+
+/** Where a tensor lives: "cpu" or "gpu" and the device's ordinal. */
+struct MXContext {
+  /** An unset context ("error", -1), as the reference's default. */
+  MXContext() : dev_type("error"), dev_id(-1) {}
+  /** A context of type `dev_type_` ("cpu" or "gpu") and ordinal `dev_id_`. */
+  explicit MXContext(std::string dev_type_, int dev_id_) : dev_type(std::move(dev_type_)), dev_id(dev_id_) {}
+  /** A context of type `dev_type_` ("cpu" or "gpu") and ordinal `dev_id_`. */
+  explicit MXContext(const char* dev_type_, int dev_id_) : dev_type(dev_type_), dev_id(dev_id_) {}
+  /** The CPU. */
+  static MXContext CPU() { return MXContext("cpu", 0); }
+  /** GPU 0. */
+  static MXContext GPU() { return MXContext("gpu", 0); }
+  /** CPU `dev_id`. */
+  static MXContext CPU(int dev_id) { return MXContext("cpu", dev_id); }
+  /** GPU `dev_id`. */
+  static MXContext GPU(int dev_id) { return MXContext("gpu", dev_id); }
+
+  /** "cpu" or "gpu". */
+  std::string dev_type;
+  /** The device's ordinal. */
+  int dev_id;
+};
+
+#pragma GCC visibility push(hidden)
+namespace detail {
+
+/** The DLPack type of an MXDType (opaque for kUNSET). */
+inline DLDataType dl_dtype(MXDType t) {
+  DLDataType d;
+  d.lanes = 1;
+  switch (t) {
+    case kFloat32: d.code = kDLFloat; d.bits = 32; break;
+    case kFloat64: d.code = kDLFloat; d.bits = 64; break;
+    case kFloat16: d.code = kDLFloat; d.bits = 16; break;
+    case kUint8: d.code = kDLUInt; d.bits = 8; break;
+    case kInt32: d.code = kDLInt; d.bits = 32; break;
+    case kInt8: d.code = kDLInt; d.bits = 8; break;
+    case kInt64: d.code = kDLInt; d.bits = 64; break;
+    case kBool: d.code = kDLBool; d.bits = 8; break;
+    case kBfloat16: d.code = kDLBfloat; d.bits = 16; break;
+    default: d.code = kDLOpaqueHandle; d.bits = 8; break;
+  }
+  return d;
+}
+
+/** The MXDType of a DLPack type (kUNSET when the reference API has no name for it). */
+inline MXDType mx_dtype(DLDataType d) {
+  if (d.lanes != 1) return kUNSET;
+  switch (d.code) {
+    case kDLFloat:
+      return d.bits == 32 ? kFloat32 : d.bits == 64 ? kFloat64 : d.bits == 16 ? kFloat16 : kUNSET;
+    case kDLInt:
+      return d.bits == 32 ? kInt32 : d.bits == 8 ? kInt8 : d.bits == 64 ? kInt64 : kUNSET;
+    case kDLUInt: return d.bits == 8 ? kUint8 : kUNSET;
+    case kDLBool: return d.bits == 8 ? kBool : kUNSET;
+    case kDLBfloat: return d.bits == 16 ? kBfloat16 : kUNSET;
+    default: return kUNSET;
+  }
+}
+
+/** The context of a DLPack device. */
+inline MXContext mx_context(DLDevice dev) {
+  switch (dev.device_type) {
+    case kDLCPU: return MXContext("cpu", dev.device_id);
+    case kDLCUDA: return MXContext("gpu", dev.device_id);
+    default: return MXContext("unknown", dev.device_id);
+  }
+}
+
+}  // namespace detail
+#pragma GCC visibility pop
+
+/** A dense tensor handed to a kernel: data pointer, shape, dtype, device, request. */
+struct MXTensor {
+  /** An empty tensor. */
+  MXTensor() : data_ptr(nullptr), dtype(kUNSET), verID(0), stype(kDefaultStorage), req(kWriteTo) {
+    setDLTensor();
+  }
+  /** A copy describing the same memory. */
+  MXTensor(const MXTensor& oth)
+      : data_ptr(oth.data_ptr), shape(oth.shape), dtype(oth.dtype), verID(oth.verID), ctx(oth.ctx),
+        stype(oth.stype), req(oth.req) {
+    setDLTensor();
+  }
+  /** Moves the description (the memory is not owned). */
+  MXTensor(MXTensor&& oth) noexcept
+      : data_ptr(oth.data_ptr), shape(std::move(oth.shape)), dtype(oth.dtype), verID(oth.verID),
+        ctx(std::move(oth.ctx)), stype(oth.stype), req(oth.req) {
+    setDLTensor();
+  }
+  /** A tensor over `data_ptr` with `shape`, `dtype`, version `vID` on `mx_ctx`. */
+  MXTensor(void* data_ptr_, std::vector<int64_t> shape_, MXDType dtype_, size_t vID, MXContext mx_ctx,
+           MXStorageType stype_ = kDefaultStorage)
+      : data_ptr(data_ptr_), shape(std::move(shape_)), dtype(dtype_), verID(vID), ctx(std::move(mx_ctx)),
+        stype(stype_), req(kWriteTo) {
+    setDLTensor();
+  }
+  /** Copies the description of `oth`. */
+  MXTensor& operator=(const MXTensor& oth) {
+    if (this != &oth) {
+      data_ptr = oth.data_ptr;
+      shape = oth.shape;
+      dtype = oth.dtype;
+      verID = oth.verID;
+      ctx = oth.ctx;
+      stype = oth.stype;
+      req = oth.req;
+      setDLTensor();
+    }
+    return *this;
+  }
+  /** Moves the description of `oth`. */
+  MXTensor& operator=(MXTensor&& oth) noexcept {
+    if (this != &oth) {
+      data_ptr = oth.data_ptr;
+      shape = std::move(oth.shape);
+      dtype = oth.dtype;
+      verID = oth.verID;
+      ctx = std::move(oth.ctx);
+      stype = oth.stype;
+      req = oth.req;
+      setDLTensor();
+    }
+    return *this;
+  }
+
+  /** Fills every field (and the DLTensor) at once. */
+  void setTensor(void* dptr, MXDType type, const int64_t* dims, int ndims, size_t vID, MXContext mx_ctx,
+                 MXStorageType storage_type) {
+    data_ptr = dptr;
+    dtype = type;
+    verID = vID;
+    ctx = std::move(mx_ctx);
+    stype = storage_type;
+    shape.assign(dims, dims + (ndims > 0 ? ndims : 0));
+    setDLTensor();
+  }
+
+  /** Points `dltensor` at this tensor's data and shape (compact row-major: no strides). */
+  void setDLTensor() {
+    dltensor.data = data_ptr;
+    dltensor.device.device_type = ctx.dev_type == "gpu" ? kDLCUDA : kDLCPU;
+    dltensor.device.device_id = ctx.dev_id < 0 ? 0 : ctx.dev_id;
+    dltensor.ndim = static_cast<int32_t>(shape.size());
+    dltensor.dtype = detail::dl_dtype(dtype);
+    dltensor.shape = shape.empty() ? nullptr : shape.data();
+    dltensor.strides = nullptr;
+    dltensor.byte_offset = 0;
+  }
+
+  /** The data as `data_type*` (no check: test `dtype` first). */
+  template <typename data_type>
+  inline data_type* data() {
+    return reinterpret_cast<data_type*>(data_ptr);
+  }
+
+  /** The data as `const data_type*`. */
+  template <typename data_type>
+  inline const data_type* data() const {
+    return reinterpret_cast<const data_type*>(data_ptr);
+  }
+
+  /** Number of elements (the product of the shape; 1 for a 0-d tensor). */
+  int64_t size() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+
+  /** Same memory, shape, dtype, version, device and storage. */
+  bool isSame(const MXTensor& oth) const {
+    return data_ptr == oth.data_ptr && dtype == oth.dtype && verID == oth.verID &&
+           ctx.dev_type == oth.ctx.dev_type && ctx.dev_id == oth.ctx.dev_id && shape == oth.shape &&
+           stype == oth.stype;
+  }
+
+  /** The first element (dense, compact, row-major). */
+  void* data_ptr;
+  /** The extent of each dimension. */
+  std::vector<int64_t> shape;
+  /** The element type. */
+  MXDType dtype;
+  /** Version number (oxnet passes 0). */
+  size_t verID;
+  /** The device holding the data. */
+  MXContext ctx;
+  /** The same tensor as a DLPack DLTensor (compact: `strides` is NULL). */
+  DLTensor dltensor;
+  /** Always kDefaultStorage in oxnet. */
+  MXStorageType stype;
+  /** For outputs of a kernel: how to store the result (inputs: kWriteTo). */
+  MXReqType req;
+};
+
+/** Device stream type: cudaStream_t under CUDA compilers, else void*. */
+#if defined(__NVCC__) || defined(__CUDACC__)
+typedef cudaStream_t mx_stream_t;
+typedef curandStatePhilox4_32_10_t mx_gpu_rand_t;
+#else
+typedef void* mx_stream_t;
+typedef void* mx_gpu_rand_t;
+#endif
+/** The CPU random generator type. */
+typedef std::mt19937 mx_cpu_rand_t;
+
+/** What a kernel may use besides its tensors: workspace, randomness, the device stream. */
+class OpResource {
+ public:
+  /** Wraps the ABI resource of one kernel call (oxnet does this for you). */
+  explicit OpResource(const oxnet_ext_resource* res) : res_(res) {}
+
+  /** `size` bytes of CPU memory, 64-byte aligned, valid until the kernel returns
+   *  (oxnet frees it); each call gives a distinct region. Throws std::bad_alloc
+   *  when oxnet cannot provide it (the call then fails with a message). */
+  void* alloc_cpu(size_t size) const {
+    void* p = (res_ && res_->alloc_cpu) ? res_->alloc_cpu(res_->host_data, static_cast<uint64_t>(size)) : nullptr;
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+
+  /** GPU workspace (NULL: oxnet has no GPU backend yet). */
+  void* alloc_gpu(size_t size) const {
+    return (res_ && res_->alloc_gpu) ? res_->alloc_gpu(res_->host_data, static_cast<uint64_t>(size)) : nullptr;
+  }
+
+  /** The CUDA stream of the call (NULL on the CPU). */
+  inline mx_stream_t get_cuda_stream() const {
+    return res_ ? reinterpret_cast<mx_stream_t>(res_->cuda_stream) : mx_stream_t();
+  }
+
+  /** MX_NUM_CPU_RANDOM_STATES generators, seeded (on first use in this call) from
+   *  a seed drawn from oxnet's global generator: reseeding oxnet repeats the
+   *  draws. Use `states[i]` with i < MX_NUM_CPU_RANDOM_STATES. */
+  mx_cpu_rand_t* get_cpu_rand_states() const {
+    if (rand_states_.empty()) {
+      uint64_t seed = random_seed();
+      rand_states_.reserve(MX_NUM_CPU_RANDOM_STATES);
+      for (int i = 0; i < MX_NUM_CPU_RANDOM_STATES; ++i) {
+        // splitmix64: well-spread, distinct seeds for each generator
+        uint64_t z = (seed += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        z ^= z >> 31;
+        rand_states_.emplace_back(static_cast<mx_cpu_rand_t::result_type>(z ^ (z >> 32)));
+      }
+    }
+    return rand_states_.data();
+  }
+
+  /** GPU generator states (NULL: no GPU backend yet). */
+  inline mx_gpu_rand_t* get_gpu_rand_states() const { return nullptr; }
+
+  /** A fresh 64-bit seed from oxnet's global generator (oxnet addition). */
+  uint64_t random_seed() const {
+    if (!res_ || !res_->random_seed) throw std::runtime_error("this oxnet offers no random seeds");
+    return res_->random_seed(res_->host_data);
+  }
+
+  /** True in training mode (oxnet addition). */
+  bool is_train() const { return res_ && res_->is_train != 0; }
+
+  /** The ABI resource (oxnet addition). */
+  const oxnet_ext_resource* raw() const { return res_; }
+
+ private:
+  const oxnet_ext_resource* res_;
+  mutable std::vector<mx_cpu_rand_t> rand_states_;
+};
+
+/** A stateful operator instance: derive from it, override Forward (and
+ *  Backward), and create one in your createOpState function. oxnet deletes it
+ *  when the operator instance dies. */
+class CustomStatefulOp {
+ public:
+  /** A fresh instance. */
+  CustomStatefulOp() : ignore_warn(false), created(false) {}
+  /** Virtual: oxnet deletes instances through this class. */
+  virtual ~CustomStatefulOp() = default;
+
+  /** Creates an `A` from `args` (the reference's recommended way; `new A(...)` works too). */
+  template <class A, typename... Ts>
+  static CustomStatefulOp* create(Ts&&... args) {
+    CustomStatefulOp* op = new A(std::forward<Ts>(args)...);
+    op->created = true;
+    return op;
+  }
+
+  /** Whether `create` made this instance. */
+  bool wasCreated() { return created; }
+
+  /** Computes the outputs from the inputs (see fcomp_t). */
+  virtual MXReturnValue Forward(std::vector<MXTensor>* inputs, std::vector<MXTensor>* outputs,
+                                const OpResource& op_res) = 0;
+
+  /** Computes input gradients: inputs are the output gradients, then the
+   *  forward inputs, then the forward outputs; outputs are one gradient per
+   *  forward input. By default the operator has no gradient. */
+  virtual MXReturnValue Backward(std::vector<MXTensor>* inputs, std::vector<MXTensor>* outputs,
+                                 const OpResource& op_res) {
+    (void)inputs;
+    (void)outputs;
+    (void)op_res;
+    MX_ERROR_MSG << "this stateful operator does not support backward (override CustomStatefulOp::Backward)";
+    return MX_FAIL;
+  }
+
+  /** Kept for source compatibility. */
+  bool ignore_warn;
+
+ private:
+  bool created;
+};
+
+/** A kernel: forward (inputs -> outputs) or backward (output gradients,
+ *  inputs, outputs -> one gradient per input). */
+typedef MXReturnValue (*fcomp_t)(const std::unordered_map<std::string, std::string>& attributes,
+                                 std::vector<MXTensor>* inputs, std::vector<MXTensor>* outputs,
+                                 const OpResource& res);
+/** Sets the number of inputs and outputs from the attributes. */
+typedef MXReturnValue (*parseAttrs_t)(const std::unordered_map<std::string, std::string>& attributes,
+                                      int* num_inputs, int* num_outputs);
+/** Fills the output dtypes (MXDType codes; -1 is unknown) and may fill unknown input dtypes. */
+typedef MXReturnValue (*inferType_t)(const std::unordered_map<std::string, std::string>& attributes,
+                                     std::vector<int>* in_types, std::vector<int>* out_types);
+/** Storage type inference (kept for source compatibility; oxnet is dense only and never calls it). */
+typedef MXReturnValue (*inferSType_t)(const std::unordered_map<std::string, std::string>& attributes,
+                                      std::vector<int>* in_storage_types, std::vector<int>* out_storage_types);
+/** Fills the output shapes and may refine input shapes (an empty shape or a 0
+ *  dimension of an input means "unknown"). */
+typedef MXReturnValue (*inferShape_t)(const std::unordered_map<std::string, std::string>& attributes,
+                                      std::vector<std::vector<unsigned int> >* in_shapes,
+                                      std::vector<std::vector<unsigned int> >* out_shapes);
+/** Lists the inputs the kernels write to (auxiliary states). */
+typedef MXReturnValue (*mutateInputs_t)(const std::unordered_map<std::string, std::string>& attributes,
+                                        std::vector<int>* input_indices);
+/** Creates the state of one operator instance. */
+typedef MXReturnValue (*createOpState_t)(const std::unordered_map<std::string, std::string>& attributes,
+                                         const MXContext& ctx,
+                                         const std::vector<std::vector<unsigned int> >& in_shapes,
+                                         const std::vector<int> in_types, CustomStatefulOp**);
+
+/** One operator's registration: built by REGISTER_OP(name) and its setters. */
+class CustomOp {
+ public:
+  /** An operator named `op_name` with nothing set. */
+  explicit CustomOp(const char* op_name)
+      : name(op_name), parse_attrs(nullptr), infer_type(nullptr), infer_storage_type(nullptr),
+        infer_shape(nullptr), mutate_inputs(nullptr), isSGop(false), forward_fn{}, backward_fn{},
+        create_op_fn{} {}
+
+  /** Sets the forward kernel for `ctx` ("cpu" or "gpu"). */
+  CustomOp& setForward(fcomp_t fcomp, const char* ctx) {
+    set_slot(forward_fn, fcomp, ctx, "setForward");
+    return *this;
+  }
+  /** Sets the backward kernel for `ctx` ("cpu" or "gpu"). */
+  CustomOp& setBackward(fcomp_t fgrad, const char* ctx) {
+    set_slot(backward_fn, fgrad, ctx, "setBackward");
+    return *this;
+  }
+  /** Sets the attribute parser (required). */
+  CustomOp& setParseAttrs(parseAttrs_t func) {
+    parse_attrs = func;
+    return *this;
+  }
+  /** Sets dtype inference. */
+  CustomOp& setInferType(inferType_t func) {
+    infer_type = func;
+    return *this;
+  }
+  /** Sets storage type inference (stored, unused: oxnet is dense only). */
+  CustomOp& setInferSType(inferSType_t func) {
+    infer_storage_type = func;
+    return *this;
+  }
+  /** Sets shape inference (required). */
+  CustomOp& setInferShape(inferShape_t func) {
+    infer_shape = func;
+    return *this;
+  }
+  /** Sets the mutated-inputs declaration. */
+  CustomOp& setMutateInputs(mutateInputs_t func) {
+    mutate_inputs = func;
+    return *this;
+  }
+  /** Makes the operator stateful on `ctx` ("cpu" or "gpu"). */
+  CustomOp& setCreateOpState(createOpState_t func, const char* ctx) {
+    set_slot(create_op_fn, func, ctx, "setCreateOpState");
+    return *this;
+  }
+  /** Marks the operator as a subgraph operator. */
+  CustomOp& setIsSubgraphOp() {
+    isSGop = true;
+    return *this;
+  }
+  /** Kept for source compatibility (nothing to do). */
+  void mapToVector() {}
+
+  /** The operator's name. */
+  const char* name;
+  /** The callbacks set so far. */
+  parseAttrs_t parse_attrs;
+  inferType_t infer_type;
+  inferSType_t infer_storage_type;
+  inferShape_t infer_shape;
+  mutateInputs_t mutate_inputs;
+  /** Whether it is a subgraph operator. */
+  bool isSGop;
+  /** Kernels and state constructors by ABI device slot (OXNET_EXT_SLOT_CPU / _GPU). */
+  fcomp_t forward_fn[OXNET_EXT_NUM_DEVICE_SLOTS];
+  fcomp_t backward_fn[OXNET_EXT_NUM_DEVICE_SLOTS];
+  createOpState_t create_op_fn[OXNET_EXT_NUM_DEVICE_SLOTS];
+  /** Mistakes found by the setters; the library's load fails with them. */
+  std::string registration_error;
+
+ private:
+  template <typename F>
+  void set_slot(F* slots, F f, const char* ctx, const char* setter) {
+    std::string c = ctx ? ctx : "";
+    int slot = c == "cpu" ? OXNET_EXT_SLOT_CPU : c == "gpu" ? OXNET_EXT_SLOT_GPU : -1;
+    std::string problem;
+    if (slot < 0) {
+      problem = std::string(setter) + "(..., \"" + c + "\"): unknown context (use \"cpu\" or \"gpu\")";
+    } else if (!f) {
+      problem = std::string(setter) + "(NULL, \"" + c + "\"): no function given";
+    } else if (slots[slot]) {
+      problem = std::string(setter) + " was called twice for \"" + c + "\"";
+    } else {
+      slots[slot] = f;
+      return;
+    }
+    if (!registration_error.empty()) registration_error += "; ";
+    registration_error += problem;
+  }
+};
+
+#pragma GCC visibility push(hidden)
+/** The library's registry of T (operators); one per library. */
+template <class T>
+class Registry {
+ public:
+  /** The registry. */
+  static Registry* get() {
+    static Registry inst;
+    return &inst;
+  }
+  /** Registers a new entry named `name` and returns it (for chained setters). */
+  T& add(const char* name) {
+    entries.push_back(new T(name));
+    return *entries.back();
+  }
+  /** Number of entries. */
+  int size() { return static_cast<int>(entries.size()); }
+  /** Entry `idx`. */
+  T& get(int idx) { return *entries.at(idx); }
+
+ private:
+  Registry() {}
+  std::vector<T*> entries;
+};
+#pragma GCC visibility pop
+
+/** Helpers for REGISTER_OP. */
+#define MX_STR_CONCAT_(__a, __b) __a##__b
+#define MX_STR_CONCAT(__a, __b) MX_STR_CONCAT_(__a, __b)
+#define MX_STRINGIFY(x) #x
+#define MX_TOSTRING(x) MX_STRINGIFY(x)
+#define MX_REGISTER_NAME_(Name) OxnetCustomOp_##Name
+#define MX_REGISTER_DEF_(Name) static ::oxnet::ext::CustomOp MX_REGISTER_NAME_(Name)
+
+/** Registers an operator: `REGISTER_OP(my_op).setParseAttrs(...).setForward(f, "cpu");`. */
+#define REGISTER_OP(Name)                              \
+  MX_STR_CONCAT(MX_REGISTER_DEF_(Name), __COUNTER__) = \
+      ::oxnet::ext::Registry<::oxnet::ext::CustomOp>::get()->add(MX_TOSTRING(Name))
+
+}  // namespace ext
+}  // namespace oxnet
+
+/** The reference's namespace: `using namespace mxnet::ext;` works unchanged. */
+namespace mxnet {
+namespace ext = ::oxnet::ext;
+}
+
+/** The library's optional version check. Define it as
+ *  `MXReturnValue initialize(int version) { ... }`: it receives oxnet's version
+ *  (major*10000 + minor*100 + patch); returning MX_FAIL (with MX_ERROR_MSG
+ *  saying why) refuses the load. A library that does not define it accepts
+ *  every oxnet. */
+extern "C" {
+__attribute__((weak, visibility("hidden"))) ::oxnet::ext::MXReturnValue initialize(int version);
+}
+
+/* ------------------------------------------------------------------------- */
+/* The bridge to the C ABI (nothing below is for library authors)             */
+/* ------------------------------------------------------------------------- */
+
+#pragma GCC visibility push(hidden)
+
+namespace oxnet {
+namespace ext {
+namespace detail {
+
+/** Attributes as the reference hands them to callbacks. */
+typedef std::unordered_map<std::string, std::string> AttrMap;
+
+inline AttrMap attr_map(const oxnet_ext_attrs* attrs) {
+  AttrMap m;
+  if (attrs && attrs->count > 0 && attrs->keys && attrs->values) {
+    m.reserve(static_cast<size_t>(attrs->count));
+    for (int32_t i = 0; i < attrs->count; ++i) {
+      if (attrs->keys[i]) m[attrs->keys[i]] = attrs->values[i] ? attrs->values[i] : "";
+    }
+  }
+  return m;
+}
+
+/** Runs one user callback: its result, its MX_ERROR_MSG text or an escaping
+ *  exception become the call's status and message. Never throws. */
+template <typename F>
+int32_t guarded(oxnet_ext_error* err, const char* what, F&& f) noexcept {
+  std::string msg;
+  try {
+    error_messages().clear();
+    MXReturnValue r = f();
+    if (r == MX_SUCCESS) {
+      error_messages().clear();
+      return OXNET_EXT_OK;
+    }
+    msg = take_error_messages();
+    if (msg.empty()) msg = std::string(what) + " returned MX_FAIL (it wrote no MX_ERROR_MSG)";
+  } catch (const std::bad_alloc&) {
+    try {
+      msg = take_error_messages();
+      if (!msg.empty()) msg += "; ";
+      msg += std::string(what) + " ran out of memory (std::bad_alloc)";
+    } catch (...) {
+    }
+  } catch (const std::exception& e) {
+    try {
+      msg = take_error_messages();
+      if (!msg.empty()) msg += "; ";
+      msg += std::string(what) + " threw a C++ exception: " + e.what();
+    } catch (...) {
+    }
+  } catch (...) {
+    try {
+      msg = take_error_messages();
+      if (!msg.empty()) msg += "; ";
+      msg += std::string(what) + " threw a C++ exception that is not a std::exception";
+    } catch (...) {
+    }
+  }
+  oxnet_ext_set_error(err, msg.empty() ? "failed (no memory for the message)" : msg.c_str());
+  return OXNET_EXT_FAIL;
+}
+
+/** Raised by the bridge for malformed data from the host. */
+inline std::runtime_error bridge_error(const std::string& m) { return std::runtime_error(m); }
+
+/** MXTensors over `n` DLTensors; `req` (may be NULL) gives each one's request. */
+inline std::vector<MXTensor> tensors(const DLTensor* ts, int32_t n, const int32_t* req, const char* what) {
+  std::vector<MXTensor> out;
+  if (n <= 0) return out;
+  if (!ts) throw bridge_error(std::string("oxnet passed no ") + what);
+  out.resize(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) {
+    const DLTensor& t = ts[i];
+    MXTensor& m = out[static_cast<size_t>(i)];
+    if (t.ndim < 0 || (t.ndim > 0 && !t.shape)) throw bridge_error(std::string(what) + ": malformed tensor");
+    m.shape.assign(t.shape, t.shape + t.ndim);
+    if (t.strides) {
+      int64_t expected = 1;
+      for (int32_t d = t.ndim - 1; d >= 0; --d) {
+        if (t.shape[d] != 1 && t.strides[d] != expected) {
+          throw bridge_error(std::string(what) + " " + std::to_string(i) +
+                             " is not contiguous (the reference API needs compact row-major tensors)");
+        }
+        expected *= t.shape[d];
+      }
+    }
+    m.data_ptr = static_cast<char*>(t.data) + t.byte_offset;
+    m.dtype = mx_dtype(t.dtype);
+    m.ctx = mx_context(t.device);
+    m.verID = 0;
+    m.stype = kDefaultStorage;
+    m.req = req ? static_cast<MXReqType>(req[i]) : kWriteTo;
+    m.setDLTensor();
+  }
+  return out;
+}
+
+/** Inference shapes in the reference's form: unknown shape -> {}, unknown dim -> 0. */
+inline std::vector<std::vector<unsigned int> > ref_shapes(const oxnet_ext_shape* s, int32_t n) {
+  std::vector<std::vector<unsigned int> > out(n > 0 ? static_cast<size_t>(n) : 0);
+  for (int32_t i = 0; i < n; ++i) {
+    if (s[i].ndim < 0) continue;
+    if (s[i].ndim > OXNET_EXT_MAX_NDIM) throw bridge_error("malformed shape from oxnet");
+    auto& v = out[static_cast<size_t>(i)];
+    for (int32_t d = 0; d < s[i].ndim; ++d) {
+      int64_t x = s[i].dims[d];
+      if (x > static_cast<int64_t>(std::numeric_limits<unsigned int>::max())) {
+        throw bridge_error("dimension " + std::to_string(x) + " does not fit the reference API's unsigned int shapes");
+      }
+      v.push_back(x < 0 ? 0u : static_cast<unsigned int>(x));
+    }
+  }
+  return out;
+}
+
+/** Writes a shape the library gave back into the ABI slot `s`. `was` is the slot's
+ *  previous value: for inputs, dims still 0 where they were unknown stay unknown. */
+inline void put_shape(const std::vector<unsigned int>& v, oxnet_ext_shape& s, bool is_input, const char* what,
+                      size_t index) {
+  if (v.size() > OXNET_EXT_MAX_NDIM) {
+    throw bridge_error(std::string(what) + " " + std::to_string(index) + " has " + std::to_string(v.size()) +
+                       " dimensions; oxnet allows at most " + std::to_string(OXNET_EXT_MAX_NDIM));
+  }
+  if (v.empty()) {
+    // the reference has no 0-d shapes: an empty shape is "unknown"
+    if (!is_input) s.ndim = -1;
+    return;
+  }
+  oxnet_ext_shape was = s;
+  s.ndim = static_cast<int32_t>(v.size());
+  for (size_t d = 0; d < v.size(); ++d) {
+    bool unknown_before = was.ndim < 0 || static_cast<int32_t>(d) >= was.ndim || was.dims[d] < 0;
+    s.dims[d] = (is_input && v[d] == 0 && unknown_before) ? -1 : static_cast<int64_t>(v[d]);
+  }
+}
+
+inline CustomOp* op_of(void* user) { return static_cast<CustomOp*>(user); }
+
+inline int32_t parse_attrs(void* user, const oxnet_ext_attrs* attrs, int32_t* num_in, int32_t* num_out,
+                           oxnet_ext_error* err) {
+  return guarded(err, "parseAttrs", [&]() {
+    CustomOp* op = op_of(user);
+    int ni = -1, no = -1;
+    MXReturnValue r = op->parse_attrs(attr_map(attrs), &ni, &no);
+    *num_in = ni;
+    *num_out = no;
+    return r;
+  });
+}
+
+inline int32_t infer_type(void* user, const oxnet_ext_attrs* attrs, int32_t* in_types, int32_t num_in,
+                          int32_t* out_types, int32_t num_out, oxnet_ext_error* err) {
+  return guarded(err, "inferType", [&]() {
+    CustomOp* op = op_of(user);
+    std::vector<int> it(in_types, in_types + num_in), ot(out_types, out_types + num_out);
+    if (op->infer_type) {
+      MXReturnValue r = op->infer_type(attr_map(attrs), &it, &ot);
+      if (r != MX_SUCCESS) return r;
+      if (it.size() != static_cast<size_t>(num_in) || ot.size() != static_cast<size_t>(num_out)) {
+        throw bridge_error("inferType resized its type lists (" + std::to_string(num_in) + " inputs and " +
+                           std::to_string(num_out) + " outputs expected)");
+      }
+    } else {
+      // default: every unknown dtype is the first known input dtype
+      int known = OXNET_EXT_DTYPE_UNKNOWN;
+      for (int t : it) {
+        if (t != OXNET_EXT_DTYPE_UNKNOWN) {
+          known = t;
+          break;
+        }
+      }
+      for (int& t : it) t = t == OXNET_EXT_DTYPE_UNKNOWN ? known : t;
+      for (int& t : ot) t = t == OXNET_EXT_DTYPE_UNKNOWN ? known : t;
+    }
+    for (int32_t i = 0; i < num_in; ++i) in_types[i] = it[i] == kUNSET ? OXNET_EXT_DTYPE_UNKNOWN : it[i];
+    for (int32_t i = 0; i < num_out; ++i) out_types[i] = ot[i] == kUNSET ? OXNET_EXT_DTYPE_UNKNOWN : ot[i];
+    return MX_SUCCESS;
+  });
+}
+
+inline int32_t infer_shape(void* user, const oxnet_ext_attrs* attrs, oxnet_ext_shape* in_shapes, int32_t num_in,
+                           oxnet_ext_shape* out_shapes, int32_t num_out, oxnet_ext_error* err) {
+  return guarded(err, "inferShape", [&]() {
+    CustomOp* op = op_of(user);
+    auto is = ref_shapes(in_shapes, num_in);
+    auto os = ref_shapes(out_shapes, num_out);
+    auto before = is;
+    MXReturnValue r = op->infer_shape(attr_map(attrs), &is, &os);
+    if (r != MX_SUCCESS) return r;
+    if (is.size() != static_cast<size_t>(num_in) || os.size() != static_cast<size_t>(num_out)) {
+      throw bridge_error("inferShape resized its shape lists (" + std::to_string(num_in) + " inputs and " +
+                         std::to_string(num_out) + " outputs expected)");
+    }
+    for (size_t i = 0; i < is.size(); ++i) {
+      if (is[i] != before[i]) put_shape(is[i], in_shapes[i], true, "input", i);
+    }
+    for (size_t i = 0; i < os.size(); ++i) put_shape(os[i], out_shapes[i], false, "output", i);
+    return MX_SUCCESS;
+  });
+}
+
+inline int32_t mutate_inputs(void* user, const oxnet_ext_attrs* attrs, int32_t* indices, int32_t capacity,
+                             int32_t* count, oxnet_ext_error* err) {
+  return guarded(err, "mutateInputs", [&]() {
+    std::vector<int> idx;
+    MXReturnValue r = op_of(user)->mutate_inputs(attr_map(attrs), &idx);
+    if (r != MX_SUCCESS) return r;
+    if (idx.size() > static_cast<size_t>(capacity)) {
+      throw bridge_error("mutateInputs listed " + std::to_string(idx.size()) + " indices for " +
+                         std::to_string(capacity) + " inputs");
+    }
+    for (size_t i = 0; i < idx.size(); ++i) indices[i] = idx[i];
+    *count = static_cast<int32_t>(idx.size());
+    return MX_SUCCESS;
+  });
+}
+
+template <int Slot, bool Backward>
+int32_t kernel(void* user, const oxnet_ext_attrs* attrs, const DLTensor* inputs, int32_t num_in,
+               const DLTensor* outputs, int32_t num_out, const int32_t* req, const oxnet_ext_resource* res,
+               oxnet_ext_error* err) {
+  return guarded(err, Backward ? "backward" : "forward", [&]() {
+    CustomOp* op = op_of(user);
+    fcomp_t f = Backward ? op->backward_fn[Slot] : op->forward_fn[Slot];
+    std::vector<MXTensor> ins = tensors(inputs, num_in, nullptr, "input");
+    std::vector<MXTensor> outs = tensors(outputs, num_out, req, "output");
+    OpResource r(res);
+    return f(attr_map(attrs), &ins, &outs, r);
+  });
+}
+
+template <bool Backward>
+int32_t state_kernel(void* state, const DLTensor* inputs, int32_t num_in, const DLTensor* outputs,
+                     int32_t num_out, const int32_t* req, const oxnet_ext_resource* res, oxnet_ext_error* err) {
+  return guarded(err, Backward ? "Backward" : "Forward", [&]() {
+    CustomStatefulOp* op = static_cast<CustomStatefulOp*>(state);
+    std::vector<MXTensor> ins = tensors(inputs, num_in, nullptr, "input");
+    std::vector<MXTensor> outs = tensors(outputs, num_out, req, "output");
+    OpResource r(res);
+    return Backward ? op->Backward(&ins, &outs, r) : op->Forward(&ins, &outs, r);
+  });
+}
+
+inline void destroy_state(void* state) { delete static_cast<CustomStatefulOp*>(state); }
+
+template <int Slot>
+int32_t create_state(void* user, const oxnet_ext_attrs* attrs, DLDevice device, const oxnet_ext_shape* in_shapes,
+                     const int32_t* in_types, int32_t num_in, oxnet_ext_state* out, oxnet_ext_error* err) {
+  return guarded(err, "createOpState", [&]() {
+    CustomOp* op = op_of(user);
+    std::vector<int> types(in_types, in_types + (num_in > 0 ? num_in : 0));
+    CustomStatefulOp* inst = nullptr;
+    MXReturnValue r =
+        op->create_op_fn[Slot](attr_map(attrs), mx_context(device), ref_shapes(in_shapes, num_in), types, &inst);
+    if (r != MX_SUCCESS) {
+      delete inst;
+      return r;
+    }
+    if (!inst) throw bridge_error("createOpState returned MX_SUCCESS without creating a CustomStatefulOp");
+    out->state = inst;
+    out->forward = &state_kernel<false>;
+    out->backward = &state_kernel<true>;
+    out->destroy = &destroy_state;
+    return MX_SUCCESS;
+  });
+}
+
+/** Checks every registration, then runs the library's own `initialize`. */
+inline int32_t initialize_library(int32_t host_version, oxnet_ext_error* err) {
+  return guarded(err, "initialize", [&]() {
+    auto* reg = Registry<CustomOp>::get();
+    bool all_good = true;
+    for (int i = 0; i < reg->size(); ++i) {
+      CustomOp& op = reg->get(i);
+      std::string problems = op.registration_error;
+      auto add = [&](const char* p) {
+        if (!problems.empty()) problems += "; ";
+        problems += p;
+      };
+      if (!op.parse_attrs) add("no parseAttrs (call setParseAttrs)");
+      if (!op.infer_shape) add("no inferShape (call setInferShape)");
+      bool any = false;
+      for (int s = 0; s < OXNET_EXT_NUM_DEVICE_SLOTS; ++s) any = any || op.forward_fn[s] || op.create_op_fn[s];
+      if (!any) add("neither a forward function nor createOpState (call setForward or setCreateOpState)");
+      if (!problems.empty()) {
+        MX_ERROR_MSG << "operator `" << (op.name ? op.name : "") << "`: " << problems;
+        all_good = false;
+      }
+    }
+    if (!all_good) return MX_FAIL;
+    if (&::initialize != nullptr) {
+      MXReturnValue r = ::initialize(static_cast<int>(host_version));
+      if (r != MX_SUCCESS && error_messages().empty()) {
+        MX_ERROR_MSG << "the library's initialize(" << host_version << ") returned MX_FAIL";
+      }
+      return r;
+    }
+    return MX_SUCCESS;
+  });
+}
+
+/** The library's ABI table, built once from the registry. */
+struct LibraryTable {
+  std::vector<oxnet_ext_op> ops;
+  oxnet_ext_library lib;
+
+  LibraryTable() : lib{OXNET_EXT_LIBRARY_HEADER, nullptr, nullptr, nullptr, nullptr, 0, 0, 0, 0} {
+    auto* reg = Registry<CustomOp>::get();
+    for (int i = 0; i < reg->size(); ++i) {
+      CustomOp& op = reg->get(i);
+      oxnet_ext_op d;
+      memset(&d, 0, sizeof d);
+      d.struct_size = static_cast<uint32_t>(sizeof(oxnet_ext_op));
+      d.is_subgraph_op = op.isSGop ? 1 : 0;
+      d.name = op.name;
+      d.user_data = &op;
+      d.parse_attrs = &parse_attrs;
+      d.infer_type = &infer_type;
+      d.infer_shape = &infer_shape;
+      d.mutate_inputs = op.mutate_inputs ? &mutate_inputs : nullptr;
+      d.forward[OXNET_EXT_SLOT_CPU] = op.forward_fn[OXNET_EXT_SLOT_CPU] ? &kernel<OXNET_EXT_SLOT_CPU, false> : nullptr;
+      d.forward[OXNET_EXT_SLOT_GPU] = op.forward_fn[OXNET_EXT_SLOT_GPU] ? &kernel<OXNET_EXT_SLOT_GPU, false> : nullptr;
+      d.backward[OXNET_EXT_SLOT_CPU] = op.backward_fn[OXNET_EXT_SLOT_CPU] ? &kernel<OXNET_EXT_SLOT_CPU, true> : nullptr;
+      d.backward[OXNET_EXT_SLOT_GPU] = op.backward_fn[OXNET_EXT_SLOT_GPU] ? &kernel<OXNET_EXT_SLOT_GPU, true> : nullptr;
+      d.create_state[OXNET_EXT_SLOT_CPU] = op.create_op_fn[OXNET_EXT_SLOT_CPU] ? &create_state<OXNET_EXT_SLOT_CPU> : nullptr;
+      d.create_state[OXNET_EXT_SLOT_GPU] = op.create_op_fn[OXNET_EXT_SLOT_GPU] ? &create_state<OXNET_EXT_SLOT_GPU> : nullptr;
+      ops.push_back(d);
+    }
+    lib.initialize = &initialize_library;
+    lib.ops = ops.empty() ? nullptr : ops.data();
+    lib.num_ops = static_cast<int32_t>(ops.size());
+  }
+};
+
+inline const oxnet_ext_library* library_table() noexcept {
+  try {
+    static LibraryTable table;
+    return &table.lib;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+}  // namespace detail
+}  // namespace ext
+}  // namespace oxnet
+
+#pragma GCC visibility pop
+
+/** The entry point oxnet looks up (emitted once per library even when several
+ *  source files include this header). */
+extern "C" inline __attribute__((used)) OXNET_EXT_EXPORT const oxnet_ext_library* oxnet_ext_entry(
+    const oxnet_ext_host* host) {
+  // The host compares its ABI version and struct sizes with the table's and
+  // refuses a mismatch with a message naming both, so answer every host.
+  (void)host;
+  return ::oxnet::ext::detail::library_table();
+}
+
+#endif  // OXNET_LIB_API_H_
