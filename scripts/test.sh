@@ -1,7 +1,25 @@
 #!/usr/bin/env bash
-# Runs oxnet's whole test suite: unit, integration and example tests, the
-# benchmarks in test mode (each runs once, to prove it works) and the doc tests.
+# Runs oxnet's whole test suite: the Rust unit, integration and example tests,
+# the benchmarks in test mode (each runs once, to prove it works), the doc
+# tests, then the Python package built into the project's virtual
+# environment (.venv) and its pytest suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
 cargo test --workspace --all-targets
 cargo test --workspace --doc
+
+# The Python face: a project-local venv with the build and test tools.
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --quiet
+status=0
+.venv/bin/python -m pytest tests/python -q || status=$?
+if [ "$status" -eq 5 ]; then
+    # pytest's "no tests collected": nothing failed, but say so loudly.
+    echo "warning: pytest collected no tests in tests/python" >&2
+    status=0
+fi
+exit "$status"
