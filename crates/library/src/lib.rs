@@ -24,6 +24,7 @@
 mod call;
 mod convert;
 mod host;
+mod infer_cache;
 mod loader;
 mod opdef;
 

@@ -4,6 +4,7 @@
 use crate::call::CallScope;
 use crate::convert::{dtype_code, dtype_of_code, shape_from_abi, shape_to_abi, CAttrs, Tensors};
 use crate::host::checked;
+use crate::infer_cache;
 use oxnet_abi as abi;
 use oxnet_core::op::{BackwardArgs, BackwardDeps, OpContext, OpState};
 use oxnet_core::{Attrs, DType, Device, Error, NDArray, OpDef, Result, Shape};
@@ -40,6 +41,7 @@ impl LoadedOp {
 /// What `prepare` derives once per call: the attributes in C form, the arity,
 /// the mutated inputs.
 struct Prepared {
+    pairs: Vec<(String, String)>,
     cattrs: CAttrs,
     num_in: usize,
     num_out: usize,
@@ -53,7 +55,8 @@ fn prepared(attrs: &Attrs) -> Result<&Prepared> {
 }
 
 fn prepare(op: &LoadedOp, attrs: &Attrs) -> Result<Prepared> {
-    let cattrs = CAttrs::new(&attrs.to_strings())?;
+    let pairs = attrs.to_strings();
+    let cattrs = CAttrs::new(&pairs)?;
     let parse = op.desc.parse_attrs.ok_or_else(|| Error::Invalid("no parse_attrs".into()))?;
     let (mut ni, mut no) = (-1i32, -1i32);
     checked("parse_attrs", |err| unsafe { parse(op.user(), &cattrs.abi(), &mut ni, &mut no, err) })?;
@@ -78,7 +81,7 @@ fn prepare(op: &LoadedOp, attrs: &Attrs) -> Result<Prepared> {
             mutated.push(i as usize);
         }
     }
-    Ok(Prepared { cattrs, num_in, num_out, mutated })
+    Ok(Prepared { pairs, cattrs, num_in, num_out, mutated })
 }
 
 fn infer_type(
@@ -88,6 +91,18 @@ fn infer_type(
     outs: &mut [Option<DType>],
 ) -> Result<()> {
     let p = prepared(attrs)?;
+    let key = op as *const LoadedOp as usize;
+    infer_cache::cached(&infer_cache::TYPES, key, &p.pairs, ins, outs, |ins, outs| {
+        infer_type_uncached(op, p, ins, outs)
+    })
+}
+
+fn infer_type_uncached(
+    op: &LoadedOp,
+    p: &Prepared,
+    ins: &mut [Option<DType>],
+    outs: &mut [Option<DType>],
+) -> Result<()> {
     let f = op.desc.infer_type.ok_or_else(|| Error::Invalid("no infer_type".into()))?;
     let mut it: SmallVec<[i32; 4]> =
         ins.iter().map(|d| d.map(dtype_code).unwrap_or(abi::DTYPE_UNKNOWN)).collect();
@@ -125,6 +140,18 @@ fn infer_shape(
     outs: &mut [Option<Shape>],
 ) -> Result<()> {
     let p = prepared(attrs)?;
+    let key = op as *const LoadedOp as usize;
+    infer_cache::cached(&infer_cache::SHAPES, key, &p.pairs, ins, outs, |ins, outs| {
+        infer_shape_uncached(op, p, ins, outs)
+    })
+}
+
+fn infer_shape_uncached(
+    op: &LoadedOp,
+    p: &Prepared,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
     let f = op.desc.infer_shape.ok_or_else(|| Error::Invalid("no infer_shape".into()))?;
     let mut is: SmallVec<[abi::Shape; 3]> =
         ins.iter().map(|s| shape_to_abi(&op.name, s)).collect::<Result<_>>()?;

@@ -286,30 +286,6 @@ unsafe extern "C" fn mutate_inputs_tramp(
     })
 }
 
-/// The kernel arguments in SDK form.
-struct Args<'a> {
-    inputs: Vec<Tensor<'a>>,
-    outputs: Vec<TensorMut<'a>>,
-    req: Vec<Req>,
-    res: Resource<'a>,
-}
-
-unsafe fn args<'a>(
-    inputs: *const abi::DLTensor,
-    num_in: i32,
-    outputs: *const abi::DLTensor,
-    num_out: i32,
-    req: *const i32,
-    res: *const abi::Resource,
-) -> Args<'a> {
-    Args {
-        inputs: slice(inputs, num_in).iter().map(Tensor::new).collect(),
-        outputs: slice(outputs, num_out).iter().map(TensorMut::new).collect(),
-        req: slice(req, num_out).iter().map(|&r| Req::from_code(r)).collect(),
-        res: Resource::new(res),
-    }
-}
-
 macro_rules! kernel_tramp {
     ($name:ident, $method:ident) => {
         unsafe extern "C" fn $name(
@@ -327,8 +303,10 @@ macro_rules! kernel_tramp {
                 let Kind::Stateless(op) = &entry_of(user)?.kind else {
                     return Err("not a stateless operator".into());
                 };
-                let mut a = args(inputs, num_in, outputs, num_out, req, res);
-                op.$method(&Attrs::from_abi(attrs), &a.inputs, &mut a.outputs, &a.req, &mut a.res)
+                let req = Req::slice(req, num_out)?;
+                let mut res = Resource::new(res);
+                let (ins, outs) = (Tensor::slice(inputs, num_in), TensorMut::slice(outputs, num_out));
+                op.$method(&Attrs::from_abi(attrs), ins, outs, req, &mut res)
             })
         }
     };
@@ -383,8 +361,9 @@ macro_rules! state_tramp {
         ) -> i32 {
             guard(err, || {
                 let st = (state as *mut StateBox).as_mut().ok_or("missing state")?;
-                let mut a = args(inputs, num_in, outputs, num_out, req, res);
-                st.$method(&a.inputs, &mut a.outputs, &a.req, &mut a.res)
+                let req = Req::slice(req, num_out)?;
+                let mut res = Resource::new(res);
+                st.$method(Tensor::slice(inputs, num_in), TensorMut::slice(outputs, num_out), req, &mut res)
             })
         }
     };

@@ -71,16 +71,19 @@ macro_rules! element {
 }
 element!(f32 => F32, f64 => F64, u8 => U8, i8 => I8, i32 => I32, i64 => I64);
 
-/// A read-only input tensor of a kernel call.
-#[derive(Debug, Clone, Copy)]
-pub struct Tensor<'a> {
-    raw: &'a abi::DLTensor,
+/// A read-only input tensor of a kernel call (the DLTensor itself: a slice
+/// of them is the host's array, without copies).
+#[derive(Debug)]
+#[repr(transparent)]
+pub struct Tensor {
+    raw: abi::DLTensor,
 }
 
 /// A writable output tensor of a kernel call.
 #[derive(Debug)]
-pub struct TensorMut<'a> {
-    raw: &'a abi::DLTensor,
+#[repr(transparent)]
+pub struct TensorMut {
+    raw: abi::DLTensor,
 }
 
 fn shape_of(raw: &abi::DLTensor) -> &[i64] {
@@ -140,11 +143,11 @@ macro_rules! common {
     () => {
         /// Extents.
         pub fn shape(&self) -> &[i64] {
-            shape_of(self.raw)
+            shape_of(&self.raw)
         }
         /// Number of elements.
         pub fn len(&self) -> usize {
-            len_of(self.raw)
+            len_of(&self.raw)
         }
         /// True when it holds no element.
         pub fn is_empty(&self) -> bool {
@@ -152,48 +155,66 @@ macro_rules! common {
         }
         /// Element type (`None` for a type the SDK does not name).
         pub fn dtype(&self) -> Option<DType> {
-            dtype_of(self.raw)
+            dtype_of(&self.raw)
         }
         /// The underlying DLPack tensor.
         pub fn dltensor(&self) -> &abi::DLTensor {
-            self.raw
+            &self.raw
         }
         /// The elements (CPU, compact, dtype `T`).
         pub fn as_slice<T: Element>(&self) -> OpResult<&[T]> {
-            check::<T>(self.raw)?;
+            check::<T>(&self.raw)?;
             let n = self.len();
             if n == 0 {
                 return Ok(&[]);
             }
             // SAFETY: checked dtype, device and density; the host keeps the memory alive for the call.
-            Ok(unsafe { std::slice::from_raw_parts(data::<T>(self.raw), n) })
+            Ok(unsafe { std::slice::from_raw_parts(data::<T>(&self.raw), n) })
         }
     };
 }
 
-impl<'a> Tensor<'a> {
-    /// Wraps an ABI tensor of the current call.
-    pub(crate) fn new(raw: &'a abi::DLTensor) -> Tensor<'a> {
-        Tensor { raw }
+impl Tensor {
+    /// Views the host's input tensors of the current call.
+    ///
+    /// # Safety
+    /// `p` points to `n` valid DLTensors (or `n <= 0`).
+    pub(crate) unsafe fn slice<'a>(p: *const abi::DLTensor, n: i32) -> &'a [Tensor] {
+        if n <= 0 || p.is_null() {
+            &[]
+        } else {
+            // SAFETY: Tensor is a transparent wrapper of DLTensor.
+            std::slice::from_raw_parts(p as *const Tensor, n as usize)
+        }
     }
     common!();
 }
 
-impl<'a> TensorMut<'a> {
-    /// Wraps an ABI output tensor of the current call.
-    pub(crate) fn new(raw: &'a abi::DLTensor) -> TensorMut<'a> {
-        TensorMut { raw }
+impl TensorMut {
+    /// Views the host's output tensors of the current call. The DLTensor
+    /// structs are only read; "mut" is about the memory they point to.
+    ///
+    /// # Safety
+    /// `p` points to `n` valid DLTensors (or `n <= 0`) that nothing else
+    /// accesses during the call.
+    pub(crate) unsafe fn slice<'a>(p: *const abi::DLTensor, n: i32) -> &'a mut [TensorMut] {
+        if n <= 0 || p.is_null() {
+            &mut []
+        } else {
+            // SAFETY: transparent wrapper; the host's array is not read while the kernel runs.
+            std::slice::from_raw_parts_mut(p as *mut TensorMut, n as usize)
+        }
     }
     common!();
 
     /// The elements, writable (CPU, compact, dtype `T`).
     pub fn as_mut_slice<T: Element>(&mut self) -> OpResult<&mut [T]> {
-        check::<T>(self.raw)?;
+        check::<T>(&self.raw)?;
         let n = self.len();
         if n == 0 {
             return Ok(&mut []);
         }
         // SAFETY: as `as_slice`; outputs are distinct buffers that only this kernel writes.
-        Ok(unsafe { std::slice::from_raw_parts_mut(data::<T>(self.raw), n) })
+        Ok(unsafe { std::slice::from_raw_parts_mut(data::<T>(&self.raw), n) })
     }
 }

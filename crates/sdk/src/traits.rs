@@ -7,15 +7,16 @@ pub type OpResult<T> = Result<T, String>;
 
 /// How a kernel stores into an output (one request per output).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
 pub enum Req {
     /// Skip the output.
-    Null,
+    Null = crate::abi::REQ_NULL,
     /// Overwrite it.
-    Write,
+    Write = crate::abi::REQ_WRITE,
     /// Overwrite it; it may alias an input.
-    Inplace,
+    Inplace = crate::abi::REQ_INPLACE,
     /// Add to what it holds.
-    Add,
+    Add = crate::abi::REQ_ADD,
 }
 
 impl Req {
@@ -27,6 +28,22 @@ impl Req {
             crate::abi::REQ_ADD => Req::Add,
             _ => Req::Write,
         }
+    }
+
+    /// Views the host's request codes as requests (an unknown code is an error).
+    ///
+    /// # Safety
+    /// `p` points to `n` codes (or `n <= 0`).
+    pub(crate) unsafe fn slice<'a>(p: *const i32, n: i32) -> OpResult<&'a [Req]> {
+        if n <= 0 || p.is_null() {
+            return Ok(&[]);
+        }
+        let codes = std::slice::from_raw_parts(p, n as usize);
+        if let Some(bad) = codes.iter().find(|c| !(crate::abi::REQ_NULL..=crate::abi::REQ_ADD).contains(*c)) {
+            return Err(format!("unknown output request code {bad}"));
+        }
+        // SAFETY: every code is a valid discriminant of this repr(i32) enum.
+        Ok(std::slice::from_raw_parts(p as *const Req, n as usize))
     }
 
     /// Stores `v` into `dst` as requested.
