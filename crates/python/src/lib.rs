@@ -15,6 +15,7 @@ mod dtype;
 mod errors;
 mod indexing;
 mod invoke;
+mod library;
 mod numpy_interop;
 
 use pyo3::prelude::*;
@@ -48,5 +49,6 @@ fn _oxnet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(custom::registered_props, m)?)?;
     m.add_function(wrap_pyfunction!(custom::register_function, m)?)?;
     m.add_function(wrap_pyfunction!(check::check_op, m)?)?;
+    m.add_function(wrap_pyfunction!(library::load_library, m)?)?;
     Ok(())
 }
