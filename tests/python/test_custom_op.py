@@ -348,3 +348,23 @@ def test_four_threads_call_python_ops_concurrently():
     assert not errors, errors
     for tid in range(4):
         np.testing.assert_allclose(results[tid], np.full(3, 1 / (1 + np.exp(-tid))), rtol=1e-6)
+
+
+def test_in_and_out_data_are_the_engines_buffers():
+    seen = {}
+
+    class Doubler(mx.operator.CustomOp):
+        def forward(self, is_train, req, in_data, out_data, aux):
+            inputs = np.asarray(in_data[0])  # no copy: the engine's input, read-only here
+            seen["input_writeable"] = inputs.flags.writeable
+            np.asarray(out_data[0])[...] = inputs * 2  # written in place, no nd.array round trip
+
+    class DoublerProp(mx.operator.CustomOpProp):
+        def create_operator(self, ctx, in_shapes, in_dtypes):
+            return Doubler()
+
+    mx.operator.register("doubler")(DoublerProp)
+    x = nd.array([[1.0, 2.0], [3.0, 4.0]])
+    y = nd.Custom(x, op_type="doubler")
+    np.testing.assert_allclose(y.asnumpy(), [[2, 4], [6, 8]])
+    assert seen["input_writeable"] is False

@@ -240,7 +240,10 @@ impl PyNDArray {
     }
 
     /// This array on `context` (itself when it is already there).
-    fn as_in_context<'py>(slf: &Bound<'py, Self>, context: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn as_in_context<'py>(
+        slf: &Bound<'py, Self>,
+        context: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let device = crate::context::from_py(context)?;
         if device == slf.get().inner.device() {
             return Ok(slf.clone().into_any());
@@ -260,11 +263,16 @@ impl PyNDArray {
     ) -> PyResult<Bound<'py, PyNDArray>> {
         let spec: Vec<i64> = match (shape.len(), kwargs.and_then(|k| k.get_item("shape").ok().flatten())) {
             (0, Some(s)) => s.extract()?,
-            (1, None) if shape.get_item(0)?.is_instance_of::<PyTuple>() || shape.get_item(0)?.is_instance_of::<PyList>() => {
+            (1, None)
+                if shape.get_item(0)?.is_instance_of::<PyTuple>()
+                    || shape.get_item(0)?.is_instance_of::<PyList>() =>
+            {
                 shape.get_item(0)?.extract()?
             }
             (_, None) => shape.extract()?,
-            _ => return Err(PyTypeError::new_err("reshape takes the shape either positionally or as shape=")),
+            _ => {
+                return Err(PyTypeError::new_err("reshape takes the shape either positionally or as shape="))
+            }
         };
         let out = if autograd::is_recording() {
             invoke1("reshape", &[&self.inner], &[("shape", AttrValue::Ints(spec))]).py()?
@@ -357,8 +365,9 @@ impl PyNDArray {
     fn __iter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let me = &slf.get().inner;
-        let n = me.shape().first().copied().ok_or_else(|| PyTypeError::new_err("iteration over a 0-d array"))?;
-        let items = (0..n).map(|i| Ok(wrap(py, me.at(i as i64).py()?)?)).collect::<PyResult<Vec<_>>>()?;
+        let n =
+            me.shape().first().copied().ok_or_else(|| PyTypeError::new_err("iteration over a 0-d array"))?;
+        let items = (0..n).map(|i| wrap(py, me.at(i as i64).py()?)).collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, items)?.try_iter().map(Bound::into_any)
     }
 
@@ -482,7 +491,8 @@ impl PyNDArray {
             let func = py.import("oxnet.ndarray")?.getattr(name)?;
             return py.import("functools")?.getattr("partial")?.call1((func, slf));
         }
-        Err(pyo3::exceptions::PyAttributeError::new_err(format!("'NDArray' object has no attribute '{name}'")))
+        Err(pyo3::exceptions::PyAttributeError::new_err(format!(
+            "'NDArray' object has no attribute '{name}'"
+        )))
     }
 }
-

@@ -104,7 +104,8 @@ pub fn grad<'py>(
     let heads = arrays(heads)?;
     let vars = arrays(variables)?;
     let grads = self::head_grads(head_grads, heads.len())?;
-    let opts = BackwardOptions { retain_graph: retain_graph.unwrap_or(create_graph), create_graph, train_mode };
+    let opts =
+        BackwardOptions { retain_graph: retain_graph.unwrap_or(create_graph), create_graph, train_mode };
     let result = py
         .detach(|| {
             let h: Vec<&NDArray> = heads.iter().collect();

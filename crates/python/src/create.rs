@@ -144,4 +144,3 @@ pub fn seed(seed_state: u64) {
 /// `nd.waitall()`: computation is synchronous, so nothing is pending.
 #[pyfunction]
 pub fn waitall() {}
-

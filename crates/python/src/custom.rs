@@ -64,9 +64,8 @@ impl PyProp {
         let out_grad: Vec<usize> = (0..n_out).collect();
         let in_data: Vec<usize> = (n_out..n_out + n_in).collect();
         let out_data: Vec<usize> = (n_out + n_in..2 * n_out + n_in).collect();
-        let chosen: Vec<usize> = obj
-            .call_method1("declare_backward_dependency", (out_grad, in_data, out_data))?
-            .extract()?;
+        let chosen: Vec<usize> =
+            obj.call_method1("declare_backward_dependency", (out_grad, in_data, out_data))?.extract()?;
         let deps = chosen
             .into_iter()
             .map(|id| match id {
@@ -99,7 +98,7 @@ fn shapes_of(list: Option<Bound<'_, PyAny>>, hook: &str) -> Result<Vec<Shape>> {
     let shapes: Vec<Vec<usize>> = list.extract().map_err(|e| {
         Error::Shape(format!("{hook} must return lists of shapes (tuples of non-negative ints): {e}"))
     })?;
-    Ok(shapes.into_iter().map(|s| Shape::from_vec(s)).collect())
+    Ok(shapes.into_iter().map(Shape::from_vec).collect())
 }
 
 fn dtypes_of(list: Option<Bound<'_, PyAny>>, hook: &str) -> Result<Vec<DType>> {
@@ -163,17 +162,26 @@ impl CustomOpProp for PyProp {
         self.deps.clone()
     }
 
-    fn create_operator(&self, device: Device, in_shapes: &[Shape], in_dtypes: &[DType]) -> Result<Arc<dyn CustomOp>> {
+    fn create_operator(
+        &self,
+        device: Device,
+        in_shapes: &[Shape],
+        in_dtypes: &[DType],
+    ) -> Result<Arc<dyn CustomOp>> {
         Python::attach(|py| {
             let ctx = crate::context::to_py(py, device).map_err(py_err)?;
             let shapes = PyList::new(
                 py,
-                in_shapes.iter().map(|s| PyTuple::new(py, s.iter()).map_err(py_err)).collect::<Result<Vec<_>>>()?,
+                in_shapes
+                    .iter()
+                    .map(|s| PyTuple::new(py, s.iter()).map_err(py_err))
+                    .collect::<Result<Vec<_>>>()?,
             )
             .map_err(py_err)?;
             let dtypes = in_dtypes.iter().map(|d| dtype::to_numpy_type(py, *d)).collect::<PyResult<Vec<_>>>();
             let dtypes = PyList::new(py, dtypes.map_err(py_err)?).map_err(py_err)?;
-            let op = self.obj.bind(py).call_method1("create_operator", (ctx, shapes, dtypes)).map_err(py_err)?;
+            let op =
+                self.obj.bind(py).call_method1("create_operator", (ctx, shapes, dtypes)).map_err(py_err)?;
             if op.is_none() {
                 return Err(Error::Invalid("create_operator returned None instead of a CustomOp".into()));
             }

@@ -57,4 +57,3 @@ pub fn typestr(dt: DType) -> Option<&'static str> {
 pub fn no_numpy_type(dt: DType) -> PyErr {
     MXNetError::new_err(format!("numpy has no {} type: convert with astype('float32') first", dt.name()))
 }
-

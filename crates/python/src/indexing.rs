@@ -128,7 +128,8 @@ fn remap_new_axes(new_axes: &[usize], squeezed: &[i64]) -> Vec<usize> {
 /// `a[key]` through operators, so that autograd records it.
 fn recorded(a: &NDArray, specs: &[SliceSpec], squeeze: &[i64], new_axes: &[usize]) -> PyResult<NDArray> {
     let text = |f: fn(&SliceSpec) -> Option<i64>| {
-        let parts: Vec<String> = specs.iter().map(|s| f(s).map_or("None".to_string(), |v| v.to_string())).collect();
+        let parts: Vec<String> =
+            specs.iter().map(|s| f(s).map_or("None".to_string(), |v| v.to_string())).collect();
         format!("({},)", parts.join(","))
     };
     let mut v = invoke1(

@@ -137,7 +137,9 @@ pub fn invoke<'py>(
                 let spec_kind = op.attrs.iter().find(|a| a.name == key).map(|a| &a.kind);
                 let value = match (spec_kind, attr_value(&v)?) {
                     // a dtype attribute given as a numpy type
-                    (Some(AttrKind::DType), AttrValue::Raw(_)) => AttrValue::DType(crate::dtype::from_py(&v)?),
+                    (Some(AttrKind::DType), AttrValue::Raw(_)) => {
+                        AttrValue::DType(crate::dtype::from_py(&v)?)
+                    }
                     (_, value) => value,
                 };
                 attr_pairs.push((key, value));
@@ -202,10 +204,7 @@ fn arrange_inputs(
             ))
         })?;
         if slots[i].is_some() {
-            return Err(MXNetError::new_err(format!(
-                "operator `{}`: argument `{key}` given twice",
-                op.name
-            )));
+            return Err(MXNetError::new_err(format!("operator `{}`: argument `{key}` given twice", op.name)));
         }
         slots[i] = Some(a);
     }
@@ -224,7 +223,8 @@ pub fn wrap_outputs(py: Python<'_>, mut outputs: Vec<NDArray>) -> PyResult<Bound
     if outputs.len() == 1 {
         return Ok(Bound::new(py, PyNDArray::from(outputs.swap_remove(0)))?.into_any());
     }
-    let items = outputs.into_iter().map(|o| Bound::new(py, PyNDArray::from(o))).collect::<PyResult<Vec<_>>>()?;
+    let items =
+        outputs.into_iter().map(|o| Bound::new(py, PyNDArray::from(o))).collect::<PyResult<Vec<_>>>()?;
     Ok(PyList::new(py, items)?.into_any())
 }
 
@@ -233,14 +233,22 @@ pub fn wrap_outputs(py: Python<'_>, mut outputs: Vec<NDArray>) -> PyResult<Bound
 /// `(name, kind, default or None, doc)`.
 #[pyfunction]
 #[allow(clippy::type_complexity)]
-pub fn list_ops() -> Vec<(String, Vec<String>, String, Vec<String>, Vec<(String, String, Option<String>, String)>, bool)> {
+pub fn list_ops(
+) -> Vec<(String, Vec<String>, String, Vec<String>, Vec<(String, String, Option<String>, String)>, bool)> {
     registry::list_ops()
         .into_iter()
         .map(|info| {
             let attrs = info
                 .attrs
                 .iter()
-                .map(|a| (a.name.clone(), a.kind.to_string(), a.default.as_ref().map(|d| d.to_string()), a.doc.clone()))
+                .map(|a| {
+                    (
+                        a.name.clone(),
+                        a.kind.to_string(),
+                        a.default.as_ref().map(|d| d.to_string()),
+                        a.doc.clone(),
+                    )
+                })
                 .collect();
             let variadic = info.allow_extra_attrs || info.attrs.iter().any(|a| a.name == "num_args");
             (info.name, info.aliases, info.doc, info.arguments, attrs, variadic)

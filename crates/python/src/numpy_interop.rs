@@ -73,7 +73,8 @@ impl AlignedNative for Bound<'_, PyUntypedArray> {
 
 /// A new numpy array holding a copy of `a` (the reference's `asnumpy()`).
 pub fn to_numpy<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound<'py, PyAny>> {
-    let numpy_name = dtype::typestr(a.dtype()).map(|_| a.dtype().name()).ok_or_else(|| dtype::no_numpy_type(a.dtype()))?;
+    let numpy_name =
+        dtype::typestr(a.dtype()).map(|_| a.dtype().name()).ok_or_else(|| dtype::no_numpy_type(a.dtype()))?;
     let dense = if a.is_contiguous() { a.clone() } else { a.contiguous().py()? };
     let descr = PyArrayDescr::new(py, numpy_name)?;
     let mut dims: Vec<npy_intp> = dense.shape().iter().map(|&d| d as npy_intp).collect();
@@ -122,4 +123,3 @@ pub fn array_interface<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound<'py,
     d.set_item("data", (a.raw_ptr() as usize, read_only))?;
     Ok(d)
 }
-
