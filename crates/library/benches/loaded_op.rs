@@ -65,6 +65,11 @@ fn loaded_vs_custom(c: &mut Criterion) {
         g.bench_function("loaded_library_op", |bch| {
             bch.iter(|| invoke_op(&loaded, &[black_box(&x)], &loaded_attrs).unwrap())
         });
+        g.bench_function("rust_custom_op_by_name", |bch| {
+            bch.iter(|| {
+                oxnet_core::invoke("Custom", &[black_box(&x)], &[("op_type", "bench_relu".into())]).unwrap()
+            })
+        });
         g.bench_function("loaded_library_op_by_name", |bch| {
             bch.iter(|| oxnet_core::invoke("my_relu", &[black_box(&x)], &[]).unwrap())
         });

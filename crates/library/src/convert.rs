@@ -50,16 +50,17 @@ pub(crate) fn dtype_of_code(code: i32) -> Option<DType> {
 
 /// Shape and strides storage for the DLTensors of one call.
 pub(crate) struct Tensors {
-    dims: SmallVec<[i64; 16]>,
-    tensors: SmallVec<[abi::DLTensor; 6]>,
+    dims: SmallVec<[i64; 8]>,
+    tensors: SmallVec<[abi::DLTensor; 3]>,
 }
 
 impl Tensors {
     /// DLTensors describing `arrays` (CPU, compact or strided as they are).
     /// Their shape and stride pointers are set by [`Tensors::as_ptr`].
+    #[inline(always)]
     pub(crate) fn new<'a>(arrays: impl Iterator<Item = &'a NDArray>) -> Tensors {
-        let mut dims: SmallVec<[i64; 16]> = SmallVec::new();
-        let mut tensors: SmallVec<[abi::DLTensor; 6]> = SmallVec::new();
+        let mut dims: SmallVec<[i64; 8]> = SmallVec::new();
+        let mut tensors: SmallVec<[abi::DLTensor; 3]> = SmallVec::new();
         for a in arrays {
             dims.extend(a.shape().iter().map(|&d| d as i64));
             dims.extend(a.strides().iter().map(|&s| s as i64));

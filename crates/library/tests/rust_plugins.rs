@@ -52,11 +52,11 @@ fn requests_reach_the_plugin() {
     let attrs = op.parse_attrs(&[]).unwrap();
     let x = NDArray::from_vec(vec![-1.0f32, 2.0, 3.0], &[3]).unwrap();
     let out = NDArray::from_vec(vec![10.0f32, 10.0, 10.0], &[3]).unwrap();
-    invoke_into(&op, &[&x], &attrs, &[out.clone()], &[Req::Add]).unwrap();
+    invoke_into(&op, &[&x], &attrs, std::slice::from_ref(&out), &[Req::Add]).unwrap();
     assert_eq!(out.to_vec::<f32>().unwrap(), vec![10.0, 12.0, 13.0]);
-    invoke_into(&op, &[&x], &attrs, &[out.clone()], &[Req::Write]).unwrap();
+    invoke_into(&op, &[&x], &attrs, std::slice::from_ref(&out), &[Req::Write]).unwrap();
     assert_eq!(out.to_vec::<f32>().unwrap(), vec![0.0, 2.0, 3.0]);
-    invoke_into(&op, &[&x], &attrs, &[out.clone()], &[Req::Null]).unwrap();
+    invoke_into(&op, &[&x], &attrs, std::slice::from_ref(&out), &[Req::Null]).unwrap();
     assert_eq!(out.to_vec::<f32>().unwrap(), vec![0.0, 2.0, 3.0]);
 }
 

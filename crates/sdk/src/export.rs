@@ -69,7 +69,7 @@ fn c_name(name: &str) -> CString {
 struct Table {
     lib: abi::Library,
     _descs: Vec<abi::Op>,
-    _entries: Vec<Box<Entry>>,
+    _entries: Vec<Entry>,
     init: Option<InitFn>,
 }
 // SAFETY: the table is immutable after construction; operators are Send + Sync.
@@ -92,7 +92,8 @@ pub unsafe fn entry(host: *const abi::Host, build: fn() -> LibraryBuilder) -> *c
 }
 
 fn make_table(b: LibraryBuilder) -> Table {
-    let entries: Vec<Box<Entry>> = b.ops.into_iter().map(Box::new).collect();
+    // never resized after this point: descriptors point at the entries
+    let entries: Vec<Entry> = b.ops;
     let descs: Vec<abi::Op> = entries
         .iter()
         .map(|e| {
@@ -108,7 +109,7 @@ fn make_table(b: LibraryBuilder) -> Table {
                 struct_size: std::mem::size_of::<abi::Op>() as u32,
                 is_subgraph_op: 0,
                 name: e.name.as_ptr(),
-                user_data: e.as_ref() as *const Entry as *mut c_void,
+                user_data: e as *const Entry as *mut c_void,
                 parse_attrs: Some(parse_attrs_tramp),
                 infer_type: Some(infer_type_tramp),
                 infer_shape: Some(infer_shape_tramp),
