@@ -682,7 +682,7 @@ inline AttrMap attr_map(const oxnet_ext_attrs* attrs) {
 /** Runs one user callback: its result, its MX_ERROR_MSG text or an escaping
  *  exception become the call's status and message. Never throws. */
 template <typename F>
-int32_t guarded(oxnet_ext_error* err, const char* what, F&& f) noexcept {
+int32_t guarded(oxnet_ext_error* err, F&& f) noexcept {
   std::string msg;
   try {
     error_messages().clear();
@@ -692,26 +692,26 @@ int32_t guarded(oxnet_ext_error* err, const char* what, F&& f) noexcept {
       return OXNET_EXT_OK;
     }
     msg = take_error_messages();
-    if (msg.empty()) msg = std::string(what) + " returned MX_FAIL (it wrote no MX_ERROR_MSG)";
+    if (msg.empty()) msg = std::string("returned MX_FAIL (and wrote no MX_ERROR_MSG saying why)");
   } catch (const std::bad_alloc&) {
     try {
       msg = take_error_messages();
       if (!msg.empty()) msg += "; ";
-      msg += std::string(what) + " ran out of memory (std::bad_alloc)";
+      msg += "ran out of memory (std::bad_alloc)";
     } catch (...) {
     }
   } catch (const std::exception& e) {
     try {
       msg = take_error_messages();
       if (!msg.empty()) msg += "; ";
-      msg += std::string(what) + " threw a C++ exception: " + e.what();
+      msg += std::string("threw a C++ exception: ") + e.what();
     } catch (...) {
     }
   } catch (...) {
     try {
       msg = take_error_messages();
       if (!msg.empty()) msg += "; ";
-      msg += std::string(what) + " threw a C++ exception that is not a std::exception";
+      msg += "threw a C++ exception that is not a std::exception";
     } catch (...) {
     }
   }
@@ -797,7 +797,7 @@ inline CustomOp* op_of(void* user) { return static_cast<CustomOp*>(user); }
 
 inline int32_t parse_attrs(void* user, const oxnet_ext_attrs* attrs, int32_t* num_in, int32_t* num_out,
                            oxnet_ext_error* err) {
-  return guarded(err, "parseAttrs", [&]() {
+  return guarded(err, [&]() {
     CustomOp* op = op_of(user);
     int ni = -1, no = -1;
     MXReturnValue r = op->parse_attrs(attr_map(attrs), &ni, &no);
@@ -809,7 +809,7 @@ inline int32_t parse_attrs(void* user, const oxnet_ext_attrs* attrs, int32_t* nu
 
 inline int32_t infer_type(void* user, const oxnet_ext_attrs* attrs, int32_t* in_types, int32_t num_in,
                           int32_t* out_types, int32_t num_out, oxnet_ext_error* err) {
-  return guarded(err, "inferType", [&]() {
+  return guarded(err, [&]() {
     CustomOp* op = op_of(user);
     std::vector<int> it(in_types, in_types + num_in), ot(out_types, out_types + num_out);
     if (op->infer_type) {
@@ -839,7 +839,7 @@ inline int32_t infer_type(void* user, const oxnet_ext_attrs* attrs, int32_t* in_
 
 inline int32_t infer_shape(void* user, const oxnet_ext_attrs* attrs, oxnet_ext_shape* in_shapes, int32_t num_in,
                            oxnet_ext_shape* out_shapes, int32_t num_out, oxnet_ext_error* err) {
-  return guarded(err, "inferShape", [&]() {
+  return guarded(err, [&]() {
     CustomOp* op = op_of(user);
     auto is = ref_shapes(in_shapes, num_in);
     auto os = ref_shapes(out_shapes, num_out);
@@ -860,7 +860,7 @@ inline int32_t infer_shape(void* user, const oxnet_ext_attrs* attrs, oxnet_ext_s
 
 inline int32_t mutate_inputs(void* user, const oxnet_ext_attrs* attrs, int32_t* indices, int32_t capacity,
                              int32_t* count, oxnet_ext_error* err) {
-  return guarded(err, "mutateInputs", [&]() {
+  return guarded(err, [&]() {
     std::vector<int> idx;
     MXReturnValue r = op_of(user)->mutate_inputs(attr_map(attrs), &idx);
     if (r != MX_SUCCESS) return r;
@@ -878,7 +878,7 @@ template <int Slot, bool Backward>
 int32_t kernel(void* user, const oxnet_ext_attrs* attrs, const DLTensor* inputs, int32_t num_in,
                const DLTensor* outputs, int32_t num_out, const int32_t* req, const oxnet_ext_resource* res,
                oxnet_ext_error* err) {
-  return guarded(err, Backward ? "backward" : "forward", [&]() {
+  return guarded(err, [&]() {
     CustomOp* op = op_of(user);
     fcomp_t f = Backward ? op->backward_fn[Slot] : op->forward_fn[Slot];
     std::vector<MXTensor> ins = tensors(inputs, num_in, nullptr, "input");
@@ -891,7 +891,7 @@ int32_t kernel(void* user, const oxnet_ext_attrs* attrs, const DLTensor* inputs,
 template <bool Backward>
 int32_t state_kernel(void* state, const DLTensor* inputs, int32_t num_in, const DLTensor* outputs,
                      int32_t num_out, const int32_t* req, const oxnet_ext_resource* res, oxnet_ext_error* err) {
-  return guarded(err, Backward ? "Backward" : "Forward", [&]() {
+  return guarded(err, [&]() {
     CustomStatefulOp* op = static_cast<CustomStatefulOp*>(state);
     std::vector<MXTensor> ins = tensors(inputs, num_in, nullptr, "input");
     std::vector<MXTensor> outs = tensors(outputs, num_out, req, "output");
@@ -905,7 +905,7 @@ inline void destroy_state(void* state) { delete static_cast<CustomStatefulOp*>(s
 template <int Slot>
 int32_t create_state(void* user, const oxnet_ext_attrs* attrs, DLDevice device, const oxnet_ext_shape* in_shapes,
                      const int32_t* in_types, int32_t num_in, oxnet_ext_state* out, oxnet_ext_error* err) {
-  return guarded(err, "createOpState", [&]() {
+  return guarded(err, [&]() {
     CustomOp* op = op_of(user);
     std::vector<int> types(in_types, in_types + (num_in > 0 ? num_in : 0));
     CustomStatefulOp* inst = nullptr;
@@ -926,7 +926,7 @@ int32_t create_state(void* user, const oxnet_ext_attrs* attrs, DLDevice device, 
 
 /** Checks every registration, then runs the library's own `initialize`. */
 inline int32_t initialize_library(int32_t host_version, oxnet_ext_error* err) {
-  return guarded(err, "initialize", [&]() {
+  return guarded(err, [&]() {
     auto* reg = Registry<CustomOp>::get();
     bool all_good = true;
     for (int i = 0; i < reg->size(); ++i) {
@@ -942,7 +942,7 @@ inline int32_t initialize_library(int32_t host_version, oxnet_ext_error* err) {
       for (int s = 0; s < OXNET_EXT_NUM_DEVICE_SLOTS; ++s) any = any || op.forward_fn[s] || op.create_op_fn[s];
       if (!any) add("neither a forward function nor createOpState (call setForward or setCreateOpState)");
       if (!problems.empty()) {
-        MX_ERROR_MSG << "operator `" << (op.name ? op.name : "") << "`: " << problems;
+        MX_ERROR_MSG << "bad registration of operator `" << (op.name ? op.name : "") << "`: " << problems;
         all_good = false;
       }
     }
