@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include <cstddef>
+#include <algorithm>
 #include <exception>
 #include <functional>
 #include <iostream>
@@ -54,6 +55,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -67,8 +69,13 @@
 /** Version of this SDK's API (the ABI version it speaks). */
 #define OXNET_LIB_API_VERSION OXNET_EXT_ABI_VERSION
 
-/** Number of CPU generators `OpResource::get_cpu_rand_states` hands out. */
-#define MX_NUM_CPU_RANDOM_STATES 1024
+/** Number of CPU generators `OpResource::get_cpu_rand_states` hands out: at
+ *  least 64 and at least one per hardware thread (the reference has 1024; oxnet
+ *  reseeds them on every call that asks for them, so it hands out fewer). Define
+ *  it (to a number) before including this header to change it. */
+#ifndef MX_NUM_CPU_RANDOM_STATES
+#define MX_NUM_CPU_RANDOM_STATES (::oxnet::ext::detail::num_cpu_rand_states())
+#endif
 /** Number of GPU generator states (reserved: no GPU backend yet). */
 #define MX_NUM_GPU_RANDOM_STATES 32768
 
@@ -368,11 +375,44 @@ typedef void* mx_gpu_rand_t;
 /** The CPU random generator type. */
 typedef std::mt19937 mx_cpu_rand_t;
 
+#pragma GCC visibility push(hidden)
+namespace detail {
+/** max(64, hardware threads): the default MX_NUM_CPU_RANDOM_STATES. */
+inline int num_cpu_rand_states() {
+  static const int n = static_cast<int>(std::max(64u, std::thread::hardware_concurrency()));
+  return n;
+}
+/** A seed sequence filling a generator's whole state from splitmix64 (much
+ *  faster than seeding std::mt19937 from one integer). */
+struct SplitMixSeq {
+  typedef uint32_t result_type;
+  uint64_t state;
+  template <typename It>
+  void generate(It begin, It end) {
+    for (; begin != end; ++begin) {
+      uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      *begin = static_cast<uint32_t>((z ^ (z >> 31)) >> 32);
+    }
+  }
+  size_t size() const { return 0; }
+  template <typename It>
+  void param(It) const {}
+};
+/** This thread's CPU generators (reseeded by each call that asks for them). */
+inline std::vector<mx_cpu_rand_t>& thread_rand_states() {
+  thread_local std::vector<mx_cpu_rand_t> states(static_cast<size_t>(MX_NUM_CPU_RANDOM_STATES));
+  return states;
+}
+}  // namespace detail
+#pragma GCC visibility pop
+
 /** What a kernel may use besides its tensors: workspace, randomness, the device stream. */
 class OpResource {
  public:
   /** Wraps the ABI resource of one kernel call (oxnet does this for you). */
-  explicit OpResource(const oxnet_ext_resource* res) : res_(res) {}
+  explicit OpResource(const oxnet_ext_resource* res) : res_(res), rand_states_(nullptr) {}
 
   /** `size` bytes of CPU memory, 64-byte aligned, valid until the kernel returns
    *  (oxnet frees it); each call gives a distinct region. Throws std::bad_alloc
@@ -393,23 +433,19 @@ class OpResource {
     return res_ ? reinterpret_cast<mx_stream_t>(res_->cuda_stream) : mx_stream_t();
   }
 
-  /** MX_NUM_CPU_RANDOM_STATES generators, seeded (on first use in this call) from
-   *  a seed drawn from oxnet's global generator: reseeding oxnet repeats the
-   *  draws. Use `states[i]` with i < MX_NUM_CPU_RANDOM_STATES. */
+  /** MX_NUM_CPU_RANDOM_STATES generators, seeded (on the first request in this
+   *  call) from one seed drawn from oxnet's global generator: reseeding oxnet
+   *  repeats the draws. Use `states[i]` with i < MX_NUM_CPU_RANDOM_STATES, from
+   *  the calling thread. Seeding costs about half a microsecond per generator;
+   *  a kernel needing one generator can seed its own from `random_seed()`. */
   mx_cpu_rand_t* get_cpu_rand_states() const {
-    if (rand_states_.empty()) {
-      uint64_t seed = random_seed();
-      rand_states_.reserve(MX_NUM_CPU_RANDOM_STATES);
-      for (int i = 0; i < MX_NUM_CPU_RANDOM_STATES; ++i) {
-        // splitmix64: well-spread, distinct seeds for each generator
-        uint64_t z = (seed += 0x9e3779b97f4a7c15ULL);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        z ^= z >> 31;
-        rand_states_.emplace_back(static_cast<mx_cpu_rand_t::result_type>(z ^ (z >> 32)));
-      }
+    if (!rand_states_) {
+      std::vector<mx_cpu_rand_t>& states = detail::thread_rand_states();
+      detail::SplitMixSeq seq{random_seed()};
+      for (mx_cpu_rand_t& g : states) g.seed(seq);  // consecutive, disjoint parts of one stream
+      rand_states_ = states.data();
     }
-    return rand_states_.data();
+    return rand_states_;
   }
 
   /** GPU generator states (NULL: no GPU backend yet). */
@@ -429,7 +465,7 @@ class OpResource {
 
  private:
   const oxnet_ext_resource* res_;
-  mutable std::vector<mx_cpu_rand_t> rand_states_;
+  mutable mx_cpu_rand_t* rand_states_;
 };
 
 /** A stateful operator instance: derive from it, override Forward (and
