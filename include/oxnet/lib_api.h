@@ -704,15 +704,64 @@ namespace detail {
 /** Attributes as the reference hands them to callbacks. */
 typedef std::unordered_map<std::string, std::string> AttrMap;
 
-inline AttrMap attr_map(const oxnet_ext_attrs* attrs) {
-  AttrMap m;
-  if (attrs && attrs->count > 0 && attrs->keys && attrs->values) {
-    m.reserve(static_cast<size_t>(attrs->count));
-    for (int32_t i = 0; i < attrs->count; ++i) {
-      if (attrs->keys[i]) m[attrs->keys[i]] = attrs->values[i] ? attrs->values[i] : "";
+/** Per-thread buffers reused from call to call, so that a call allocates
+ *  nothing once warm: the attribute map (rebuilt only when the attributes
+ *  change) and the tensor lists (their shape vectors keep their capacity). */
+struct Scratch {
+  bool busy = false;
+  bool attrs_valid = false;
+  std::vector<std::string> keys, values;
+  AttrMap attrs;
+  std::vector<MXTensor> ins, outs;
+};
+
+/** Lends this thread's Scratch for one callback (a fresh one if it is in use). */
+class ScratchLease {
+ public:
+  ScratchLease() {
+    thread_local Scratch shared;
+    if (shared.busy) {
+      own_.reset(new Scratch());
+      s_ = own_.get();
+    } else {
+      s_ = &shared;
+      s_->busy = true;
     }
   }
-  return m;
+  ~ScratchLease() {
+    if (!own_) s_->busy = false;
+  }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  Scratch& operator*() { return *s_; }
+  Scratch* operator->() { return s_; }
+
+ private:
+  Scratch* s_;
+  std::unique_ptr<Scratch> own_;
+};
+
+/** The call's attributes as the reference's map (valid while the lease lives). */
+inline const AttrMap& attr_map(Scratch& s, const oxnet_ext_attrs* attrs) {
+  const int32_t n = (attrs && attrs->count > 0 && attrs->keys && attrs->values) ? attrs->count : 0;
+  bool same = s.attrs_valid && s.keys.size() == static_cast<size_t>(n);
+  for (int32_t i = 0; same && i < n; ++i) {
+    same = attrs->keys[i] && s.keys[i] == attrs->keys[i] && s.values[i] == (attrs->values[i] ? attrs->values[i] : "");
+  }
+  if (!same) {
+    s.attrs_valid = false;
+    s.keys.clear();
+    s.values.clear();
+    s.attrs.clear();
+    for (int32_t i = 0; i < n; ++i) {
+      if (!attrs->keys[i]) continue;
+      s.keys.emplace_back(attrs->keys[i]);
+      s.values.emplace_back(attrs->values[i] ? attrs->values[i] : "");
+      s.attrs[s.keys.back()] = s.values.back();
+    }
+    s.attrs_valid = s.keys.size() == static_cast<size_t>(n);
+  }
+  return s.attrs;
 }
 
 /** Runs one user callback: its result, its MX_ERROR_MSG text or an escaping
@@ -758,12 +807,12 @@ int32_t guarded(oxnet_ext_error* err, F&& f) noexcept {
 /** Raised by the bridge for malformed data from the host. */
 inline std::runtime_error bridge_error(const std::string& m) { return std::runtime_error(m); }
 
-/** MXTensors over `n` DLTensors; `req` (may be NULL) gives each one's request. */
-inline std::vector<MXTensor> tensors(const DLTensor* ts, int32_t n, const int32_t* req, const char* what) {
-  std::vector<MXTensor> out;
-  if (n <= 0) return out;
+/** Fills `out` with MXTensors over `n` DLTensors; `req` (may be NULL) gives each one's request. */
+inline std::vector<MXTensor>* tensors(std::vector<MXTensor>& out, const DLTensor* ts, int32_t n, const int32_t* req,
+                                      const char* what) {
+  out.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  if (n <= 0) return &out;
   if (!ts) throw bridge_error(std::string("oxnet passed no ") + what);
-  out.resize(static_cast<size_t>(n));
   for (int32_t i = 0; i < n; ++i) {
     const DLTensor& t = ts[i];
     MXTensor& m = out[static_cast<size_t>(i)];
@@ -787,7 +836,7 @@ inline std::vector<MXTensor> tensors(const DLTensor* ts, int32_t n, const int32_
     m.req = req ? static_cast<MXReqType>(req[i]) : kWriteTo;
     m.setDLTensor();
   }
-  return out;
+  return &out;
 }
 
 /** Inference shapes in the reference's form: unknown shape -> {}, unknown dim -> 0. */
@@ -835,8 +884,9 @@ inline int32_t parse_attrs(void* user, const oxnet_ext_attrs* attrs, int32_t* nu
                            oxnet_ext_error* err) {
   return guarded(err, [&]() {
     CustomOp* op = op_of(user);
+    ScratchLease s;
     int ni = -1, no = -1;
-    MXReturnValue r = op->parse_attrs(attr_map(attrs), &ni, &no);
+    MXReturnValue r = op->parse_attrs(attr_map(*s, attrs), &ni, &no);
     *num_in = ni;
     *num_out = no;
     return r;
@@ -849,7 +899,8 @@ inline int32_t infer_type(void* user, const oxnet_ext_attrs* attrs, int32_t* in_
     CustomOp* op = op_of(user);
     std::vector<int> it(in_types, in_types + num_in), ot(out_types, out_types + num_out);
     if (op->infer_type) {
-      MXReturnValue r = op->infer_type(attr_map(attrs), &it, &ot);
+      ScratchLease s;
+      MXReturnValue r = op->infer_type(attr_map(*s, attrs), &it, &ot);
       if (r != MX_SUCCESS) return r;
       if (it.size() != static_cast<size_t>(num_in) || ot.size() != static_cast<size_t>(num_out)) {
         throw bridge_error("inferType resized its type lists (" + std::to_string(num_in) + " inputs and " +
@@ -880,7 +931,8 @@ inline int32_t infer_shape(void* user, const oxnet_ext_attrs* attrs, oxnet_ext_s
     auto is = ref_shapes(in_shapes, num_in);
     auto os = ref_shapes(out_shapes, num_out);
     auto before = is;
-    MXReturnValue r = op->infer_shape(attr_map(attrs), &is, &os);
+    ScratchLease s;
+    MXReturnValue r = op->infer_shape(attr_map(*s, attrs), &is, &os);
     if (r != MX_SUCCESS) return r;
     if (is.size() != static_cast<size_t>(num_in) || os.size() != static_cast<size_t>(num_out)) {
       throw bridge_error("inferShape resized its shape lists (" + std::to_string(num_in) + " inputs and " +
@@ -898,7 +950,8 @@ inline int32_t mutate_inputs(void* user, const oxnet_ext_attrs* attrs, int32_t* 
                              int32_t* count, oxnet_ext_error* err) {
   return guarded(err, [&]() {
     std::vector<int> idx;
-    MXReturnValue r = op_of(user)->mutate_inputs(attr_map(attrs), &idx);
+    ScratchLease s;
+    MXReturnValue r = op_of(user)->mutate_inputs(attr_map(*s, attrs), &idx);
     if (r != MX_SUCCESS) return r;
     if (idx.size() > static_cast<size_t>(capacity)) {
       throw bridge_error("mutateInputs listed " + std::to_string(idx.size()) + " indices for " +
@@ -917,10 +970,11 @@ int32_t kernel(void* user, const oxnet_ext_attrs* attrs, const DLTensor* inputs,
   return guarded(err, [&]() {
     CustomOp* op = op_of(user);
     fcomp_t f = Backward ? op->backward_fn[Slot] : op->forward_fn[Slot];
-    std::vector<MXTensor> ins = tensors(inputs, num_in, nullptr, "input");
-    std::vector<MXTensor> outs = tensors(outputs, num_out, req, "output");
+    ScratchLease s;
+    std::vector<MXTensor>* ins = tensors(s->ins, inputs, num_in, nullptr, "input");
+    std::vector<MXTensor>* outs = tensors(s->outs, outputs, num_out, req, "output");
     OpResource r(res);
-    return f(attr_map(attrs), &ins, &outs, r);
+    return f(attr_map(*s, attrs), ins, outs, r);
   });
 }
 
@@ -929,10 +983,11 @@ int32_t state_kernel(void* state, const DLTensor* inputs, int32_t num_in, const 
                      int32_t num_out, const int32_t* req, const oxnet_ext_resource* res, oxnet_ext_error* err) {
   return guarded(err, [&]() {
     CustomStatefulOp* op = static_cast<CustomStatefulOp*>(state);
-    std::vector<MXTensor> ins = tensors(inputs, num_in, nullptr, "input");
-    std::vector<MXTensor> outs = tensors(outputs, num_out, req, "output");
+    ScratchLease s;
+    std::vector<MXTensor>* ins = tensors(s->ins, inputs, num_in, nullptr, "input");
+    std::vector<MXTensor>* outs = tensors(s->outs, outputs, num_out, req, "output");
     OpResource r(res);
-    return Backward ? op->Backward(&ins, &outs, r) : op->Forward(&ins, &outs, r);
+    return Backward ? op->Backward(ins, outs, r) : op->Forward(ins, outs, r);
   });
 }
 
@@ -945,8 +1000,9 @@ int32_t create_state(void* user, const oxnet_ext_attrs* attrs, DLDevice device, 
     CustomOp* op = op_of(user);
     std::vector<int> types(in_types, in_types + (num_in > 0 ? num_in : 0));
     CustomStatefulOp* inst = nullptr;
+    ScratchLease s;
     MXReturnValue r =
-        op->create_op_fn[Slot](attr_map(attrs), mx_context(device), ref_shapes(in_shapes, num_in), types, &inst);
+        op->create_op_fn[Slot](attr_map(*s, attrs), mx_context(device), ref_shapes(in_shapes, num_in), types, &inst);
     if (r != MX_SUCCESS) {
       delete inst;
       return r;
