@@ -20,8 +20,10 @@
  *     during a callback, or the message of a C++ exception that escapes it,
  *     becomes that call's error in oxnet (there is no global list). No
  *     exception ever crosses into oxnet;
- *   - `initialize` is optional, and receives oxnet's version
- *     (major*10000 + minor*100 + patch), not MXNet's;
+ *   - `initialize` is optional; it receives MX_LIBRARY_COMPAT_VERSION
+ *     (10901: the MXNet release whose library API this header reproduces),
+ *     so reference checks such as `version >= 10700` pass unchanged; oxnet's
+ *     own version is `oxnet::ext::oxnet_version()`;
  *   - inferType is optional (by default every output takes the dtype of the
  *     first input whose dtype is known);
  *   - tensors are dense (no sparse storage); partitioners and graph passes
@@ -93,6 +95,23 @@
 
 namespace oxnet {
 namespace ext {
+
+/** The MXNet release (major*10000 + minor*100 + patch) whose library API this
+ *  header reproduces; `initialize` receives it. */
+#define MX_LIBRARY_COMPAT_VERSION 10901
+
+#pragma GCC visibility push(hidden)
+namespace detail_version {
+inline int& host() {
+  static int version = 0;
+  return version;
+}
+}  // namespace detail_version
+#pragma GCC visibility pop
+
+/** oxnet's version (major*10000 + minor*100 + patch), known once the host
+ *  has started loading the library (0 before). */
+inline int oxnet_version() { return detail_version::host(); }
 
 /** Element types, numbered as the reference (and oxnet's ABI) numbers them. */
 enum MXDType {
@@ -683,10 +702,12 @@ namespace ext = ::oxnet::ext;
 }
 
 /** The library's optional version check. Define it as
- *  `MXReturnValue initialize(int version) { ... }`: it receives oxnet's version
- *  (major*10000 + minor*100 + patch); returning MX_FAIL (with MX_ERROR_MSG
- *  saying why) refuses the load. A library that does not define it accepts
- *  every oxnet. */
+ *  `MXReturnValue initialize(int version) { ... }`: it receives
+ *  MX_LIBRARY_COMPAT_VERSION (the MXNet version whose API this header
+ *  offers, as MXNet passed its own version), and may read
+ *  `oxnet::ext::oxnet_version()`; returning MX_FAIL (with MX_ERROR_MSG saying
+ *  why) refuses the load. A library that does not define it accepts every
+ *  oxnet. */
 extern "C" {
 __attribute__((weak, visibility("hidden"))) ::oxnet::ext::MXReturnValue initialize(int version);
 }
@@ -1039,10 +1060,11 @@ inline int32_t initialize_library(int32_t host_version, oxnet_ext_error* err) {
       }
     }
     if (!all_good) return MX_FAIL;
+    detail_version::host() = static_cast<int>(host_version);
     if (&::initialize != nullptr) {
-      MXReturnValue r = ::initialize(static_cast<int>(host_version));
+      MXReturnValue r = ::initialize(MX_LIBRARY_COMPAT_VERSION);
       if (r != MX_SUCCESS && error_messages().empty()) {
-        MX_ERROR_MSG << "the library's initialize(" << host_version << ") returned MX_FAIL";
+        MX_ERROR_MSG << "the library's initialize(" << MX_LIBRARY_COMPAT_VERSION << ") returned MX_FAIL";
       }
       return r;
     }

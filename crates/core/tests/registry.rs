@@ -148,7 +148,10 @@ fn unregister_removes_every_name_of_an_operator() {
         });
     registry::register(def);
     let x = NDArray::from_vec(vec![1.5f32], &[1]).unwrap();
-    assert_eq!(invoke1("test_unregister_twice_alias", &[&x], &[]).unwrap().to_vec::<f32>().unwrap(), vec![3.0]);
+    assert_eq!(
+        invoke1("test_unregister_twice_alias", &[&x], &[]).unwrap().to_vec::<f32>().unwrap(),
+        vec![3.0]
+    );
     assert!(registry::unregister("test_unregister_twice"));
     assert!(!registry::contains("test_unregister_twice"));
     assert!(!registry::contains("test_unregister_twice_alias"));

@@ -47,7 +47,8 @@ static MXReturnValue noop(const Attrs&, std::vector<MXTensor>*, std::vector<MXTe
 }
 REGISTER_OP(cpp_refused_op).setParseAttrs(one_to_one).setInferShape(same_shape).setForward(noop, "cpu");
 MXReturnValue initialize(int version) {
-  MX_ERROR_MSG << "this library needs oxnet 99.0 or later, got version " << version;
+  MX_ERROR_MSG << "this library needs oxnet 99.0 or later, got version " << oxnet::ext::oxnet_version()
+               << " (API " << version << ")";
   return MX_FAIL;
 }
 #elif defined(BAD_REGISTRATION)
@@ -497,10 +498,11 @@ fn a_stateful_op_without_backward_says_so() {
 #[test]
 fn initialize_may_refuse_oxnet_and_nothing_is_registered() {
     let err = oxnet_library::load(library("refuse"), false).unwrap_err().to_string();
-    // initialize receives oxnet's version as major*10000 + minor*100 + patch
+    // initialize receives the MXNet API version the header reproduces; the
+    // library reads oxnet's own (major*10000 + minor*100 + patch) from oxnet_version()
     let v: Vec<i32> = env!("CARGO_PKG_VERSION").split('.').map(|p| p.parse().unwrap()).collect();
     let version = v[0] * 10000 + v[1] * 100 + v[2];
-    let wanted = format!("needs oxnet 99.0 or later, got version {version}");
+    let wanted = format!("needs oxnet 99.0 or later, got version {version} (API 10901)");
     assert!(err.contains("cpp_refuse") && err.contains(&wanted), "{err}");
     assert!(!registry::contains("cpp_refused_op"));
 }
