@@ -14,7 +14,11 @@
  * registered operator, and converts between the ABI's DLTensors, shapes and
  * attributes and this API's types. Differences from the reference:
  *   - every output tensor carries its request (`MXTensor::req`: kNullOp,
- *     kWriteTo, kWriteInplace, kAddTo); a kernel must honour kAddTo by adding
+ *     kWriteTo, kWriteInplace, kAddTo). Kernels written for the reference
+ *     always overwrite their outputs; for them the header turns each kAddTo
+ *     into a write to scratch memory and adds the result into the output
+ *     afterwards, so grad_req='add' accumulates. An operator registered with
+ *     setHandlesAddTo() sees kAddTo itself and must honour it by adding
  *     to what the buffer holds, and must leave kNullOp outputs alone;
  *   - errors belong to the call that failed: text written to MX_ERROR_MSG
  *     during a callback, or the message of a C++ exception that escapes it,
@@ -58,6 +62,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -613,6 +618,14 @@ class CustomOp {
     isSGop = true;
     return *this;
   }
+  /** Declares that this operator's kernels honour MXTensor::req == kAddTo
+   *  themselves (adding into the output). Without it, as in the reference,
+   *  kernels always see kWriteTo/kWriteInplace/kNullOp: the header hands a
+   *  kernel scratch memory for each kAddTo output and adds it in afterwards. */
+  CustomOp& setHandlesAddTo(bool handles = true) {
+    handles_add_to = handles;
+    return *this;
+  }
   /** Kept for source compatibility (nothing to do). */
   void mapToVector() {}
 
@@ -626,6 +639,8 @@ class CustomOp {
   mutateInputs_t mutate_inputs;
   /** Whether it is a subgraph operator. */
   bool isSGop;
+  /** Whether its kernels honour kAddTo themselves (see setHandlesAddTo). */
+  bool handles_add_to = false;
   /** Kernels and state constructors by ABI device slot (OXNET_EXT_SLOT_CPU / _GPU). */
   fcomp_t forward_fn[OXNET_EXT_NUM_DEVICE_SLOTS];
   fcomp_t backward_fn[OXNET_EXT_NUM_DEVICE_SLOTS];
@@ -984,6 +999,144 @@ inline int32_t mutate_inputs(void* user, const oxnet_ext_attrs* attrs, int32_t* 
   });
 }
 
+/** IEEE half (binary16) bits to float. */
+inline float half_to_float(uint16_t h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0x1fu) {
+    bits = sign | 0x7f800000u | (mant << 13);  // inf / nan
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112u) << 23) | (mant << 13);  // normal: rebias 15 -> 127
+  } else if (mant == 0) {
+    bits = sign;  // zero
+  } else {
+    int shift = 0;  // subnormal: normalise
+    while ((mant & 0x400u) == 0) {
+      mant <<= 1;
+      ++shift;
+    }
+    bits = sign | (static_cast<uint32_t>(113 - shift) << 23) | ((mant & 0x3ffu) << 13);
+  }
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+/** Float to IEEE half bits, rounding to nearest even. */
+inline uint16_t float_to_half(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u) return sign | (abs > 0x7f800000u ? 0x7e00u : 0x7c00u);  // nan / inf
+  if (abs >= 0x477ff000u) return sign | 0x7c00u;                                  // overflow -> inf
+  if (abs < 0x38800000u) {                                                        // subnormal or zero
+    if (abs < 0x33000000u) return sign;
+    uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
+    int shift = 126 - static_cast<int>(abs >> 23);
+    uint32_t half = mant >> (shift - 10 + 1);
+    uint32_t rest = mant & ((1u << (shift - 10 + 1)) - 1);
+    uint32_t mid = 1u << (shift - 10);
+    if (rest > mid || (rest == mid && (half & 1u))) ++half;
+    return sign | static_cast<uint16_t>(half);
+  }
+  uint32_t h = ((abs >> 13) - (112u << 10));
+  uint32_t rest = abs & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
+  return sign | static_cast<uint16_t>(h);
+}
+
+/** bfloat16 bits to float. */
+inline float bf16_to_float(uint16_t b) {
+  uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+/** Float to bfloat16 bits, rounding to nearest even. */
+inline uint16_t float_to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+/** Adds `n` elements of `src` into `dst`, both of MXNet dtype `dtype`. */
+inline void add_into(void* dst, const void* src, int64_t n, MXDType dtype) {
+  auto add = [&](auto* d, const auto* s) {
+    for (int64_t i = 0; i < n; ++i) d[i] = static_cast<std::remove_reference_t<decltype(d[i])>>(d[i] + s[i]);
+  };
+  auto add16 = [&](float (*to)(uint16_t), uint16_t (*from)(float)) {
+    auto* d = static_cast<uint16_t*>(dst);
+    auto* s = static_cast<const uint16_t*>(src);
+    for (int64_t i = 0; i < n; ++i) d[i] = from(to(d[i]) + to(s[i]));
+  };
+  switch (dtype) {
+    case kFloat32: add(static_cast<float*>(dst), static_cast<const float*>(src)); break;
+    case kFloat64: add(static_cast<double*>(dst), static_cast<const double*>(src)); break;
+    case kUint8: add(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src)); break;
+    case kInt8: add(static_cast<int8_t*>(dst), static_cast<const int8_t*>(src)); break;
+    case kInt32: add(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src)); break;
+    case kInt64: add(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src)); break;
+    case kBool: {
+      auto* d = static_cast<uint8_t*>(dst);
+      auto* s = static_cast<const uint8_t*>(src);
+      for (int64_t i = 0; i < n; ++i) d[i] = (d[i] || s[i]) ? 1 : 0;
+      break;
+    }
+    case kFloat16: add16(&half_to_float, &float_to_half); break;
+    case kBfloat16: add16(&bf16_to_float, &float_to_bf16); break;
+    default: throw bridge_error("cannot accumulate (kAddTo) into an output of unknown dtype");
+  }
+}
+
+/** For kernels that always overwrite (the reference's contract): points each
+ *  kAddTo output at scratch memory with kWriteTo, and on `finish` adds the
+ *  scratch into the real outputs. */
+class AddToEmulation {
+ public:
+  AddToEmulation(std::vector<MXTensor>& outs, const OpResource& res, bool kernel_handles_add) {
+    if (kernel_handles_add) return;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      MXTensor& t = outs[i];
+      if (t.req != kAddTo) continue;
+      size_t bytes = static_cast<size_t>(t.size()) * t.dltensor.dtype.bits / 8;
+      void* scratch = res.alloc_cpu(bytes > 0 ? bytes : 1);
+      pending_.push_back({i, t.data_ptr});
+      t.data_ptr = scratch;
+      t.req = kWriteTo;
+      t.setDLTensor();
+    }
+  }
+  /** Adds the scratch results into the outputs and restores the tensors. */
+  void finish(std::vector<MXTensor>& outs) {
+    for (const auto& p : pending_) {
+      MXTensor& t = outs[p.index];
+      add_into(p.real, t.data_ptr, t.size(), t.dtype);
+      t.data_ptr = p.real;
+      t.req = kAddTo;
+      t.setDLTensor();
+    }
+  }
+
+ private:
+  struct Pending {
+    size_t index;
+    void* real;
+  };
+  std::vector<Pending> pending_;
+};
+
+/** A stateful instance and whether its kernels honour kAddTo themselves. */
+struct StateBox {
+  CustomStatefulOp* op;
+  bool handles_add_to;
+};
+
 template <int Slot, bool Backward>
 int32_t kernel(void* user, const oxnet_ext_attrs* attrs, const DLTensor* inputs, int32_t num_in,
                const DLTensor* outputs, int32_t num_out, const int32_t* req, const oxnet_ext_resource* res,
@@ -995,7 +1148,10 @@ int32_t kernel(void* user, const oxnet_ext_attrs* attrs, const DLTensor* inputs,
     std::vector<MXTensor>* ins = tensors(s->ins, inputs, num_in, nullptr, "input");
     std::vector<MXTensor>* outs = tensors(s->outs, outputs, num_out, req, "output");
     OpResource r(res);
-    return f(attr_map(*s, attrs), ins, outs, r);
+    AddToEmulation add_to(*outs, r, op->handles_add_to);
+    MXReturnValue ret = f(attr_map(*s, attrs), ins, outs, r);
+    if (ret == MX_SUCCESS) add_to.finish(*outs);
+    return ret;
   });
 }
 
@@ -1003,16 +1159,23 @@ template <bool Backward>
 int32_t state_kernel(void* state, const DLTensor* inputs, int32_t num_in, const DLTensor* outputs,
                      int32_t num_out, const int32_t* req, const oxnet_ext_resource* res, oxnet_ext_error* err) {
   return guarded(err, [&]() {
-    CustomStatefulOp* op = static_cast<CustomStatefulOp*>(state);
+    StateBox* box = static_cast<StateBox*>(state);
     ScratchLease s;
     std::vector<MXTensor>* ins = tensors(s->ins, inputs, num_in, nullptr, "input");
     std::vector<MXTensor>* outs = tensors(s->outs, outputs, num_out, req, "output");
     OpResource r(res);
-    return Backward ? op->Backward(ins, outs, r) : op->Forward(ins, outs, r);
+    AddToEmulation add_to(*outs, r, box->handles_add_to);
+    MXReturnValue ret = Backward ? box->op->Backward(ins, outs, r) : box->op->Forward(ins, outs, r);
+    if (ret == MX_SUCCESS) add_to.finish(*outs);
+    return ret;
   });
 }
 
-inline void destroy_state(void* state) { delete static_cast<CustomStatefulOp*>(state); }
+inline void destroy_state(void* state) {
+  StateBox* box = static_cast<StateBox*>(state);
+  delete box->op;
+  delete box;
+}
 
 template <int Slot>
 int32_t create_state(void* user, const oxnet_ext_attrs* attrs, DLDevice device, const oxnet_ext_shape* in_shapes,
@@ -1029,7 +1192,7 @@ int32_t create_state(void* user, const oxnet_ext_attrs* attrs, DLDevice device, 
       return r;
     }
     if (!inst) throw bridge_error("createOpState returned MX_SUCCESS without creating a CustomStatefulOp");
-    out->state = inst;
+    out->state = new StateBox{inst, op->handles_add_to};
     out->forward = &state_kernel<false>;
     out->backward = &state_kernel<true>;
     out->destroy = &destroy_state;

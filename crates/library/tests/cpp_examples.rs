@@ -105,7 +105,7 @@ static MXReturnValue probe(const Attrs&, std::vector<MXTensor>* in, std::vector<
   store(o, 7, t.data == (*in)[0].data_ptr && t.ndim == 2 && t.shape[1] == (*in)[0].shape[1] && t.dtype.bits == 32);
   return MX_SUCCESS;
 }
-REGISTER_OP(cpp_probe).setParseAttrs(one_to_one).setInferShape(probe_shape).setInferType(float32_only).setForward(probe, "cpu");
+REGISTER_OP(cpp_probe).setParseAttrs(one_to_one).setInferShape(probe_shape).setInferType(float32_only).setHandlesAddTo().setForward(probe, "cpu");
 
 /* out = x + u, u uniform in [0, 1) from the resource's CPU generators */
 static MXReturnValue noise(const Attrs&, std::vector<MXTensor>* in, std::vector<MXTensor>* out, const OpResource& res) {
@@ -115,7 +115,7 @@ static MXReturnValue noise(const Attrs&, std::vector<MXTensor>* in, std::vector<
   for (int64_t i = 0; i < (*in)[0].size(); ++i) store((*out)[0], i, x[i] + u(states[i % MX_NUM_CPU_RANDOM_STATES]));
   return MX_SUCCESS;
 }
-REGISTER_OP(cpp_noise).setParseAttrs(one_to_one).setInferShape(same_shape).setInferType(float32_only).setForward(noise, "cpu");
+REGISTER_OP(cpp_noise).setParseAttrs(one_to_one).setInferShape(same_shape).setInferType(float32_only).setHandlesAddTo().setForward(noise, "cpu");
 
 /* out = a + b, where shape inference gives an unknown input the other's shape */
 static MXReturnValue refine_shape(const Attrs&, std::vector<std::vector<unsigned>>* in,
@@ -130,7 +130,7 @@ static MXReturnValue add(const Attrs&, std::vector<MXTensor>* in, std::vector<MX
   for (int64_t i = 0; i < (*in)[0].size(); ++i) store((*out)[0], i, (*in)[0].data<float>()[i] + (*in)[1].data<float>()[i]);
   return MX_SUCCESS;
 }
-REGISTER_OP(cpp_refine).setParseAttrs(two_to_one).setInferShape(refine_shape).setForward(add, "cpu");
+REGISTER_OP(cpp_refine).setParseAttrs(two_to_one).setInferShape(refine_shape).setHandlesAddTo().setForward(add, "cpu");
 
 /* a += b (input 0 is mutated); out = the new a */
 static MXReturnValue mutate_first(const Attrs&, std::vector<int>* idx) { idx->push_back(0); return MX_SUCCESS; }
@@ -142,7 +142,7 @@ static MXReturnValue accumulate(const Attrs&, std::vector<MXTensor>* in, std::ve
   }
   return MX_SUCCESS;
 }
-REGISTER_OP(cpp_accumulate).setParseAttrs(two_to_one).setInferShape(same_shape).setMutateInputs(mutate_first).setForward(accumulate, "cpu");
+REGISTER_OP(cpp_accumulate).setParseAttrs(two_to_one).setInferShape(same_shape).setMutateInputs(mutate_first).setHandlesAddTo().setForward(accumulate, "cpu");
 
 /* A stateful identity without Backward. */
 class Identity : public CustomStatefulOp {

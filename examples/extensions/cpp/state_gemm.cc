@@ -87,4 +87,5 @@ REGISTER_OP(state_gemm)
     .setInferType(inferType)
     .setInferShape(inferShape)
     .setMutateInputs(mutateInputs)
-    .setCreateOpState(createOpState, "cpu");
+    .setCreateOpState(createOpState, "cpu")
+    .setHandlesAddTo();  // the kernels add into kAddTo outputs themselves (gemm_impl.h)
