@@ -101,6 +101,21 @@ pub fn arange<'py>(
     wrap(py, a)
 }
 
+/// An array of `shape` (default `(1,)`) drawn by `draw(shape, dtype)` from
+/// the global generator, float32 unless `dtype` says otherwise.
+fn random_array<'py>(
+    py: Python<'py>,
+    shape: Option<&Bound<'py, PyAny>>,
+    ctx: Option<&Bound<'py, PyAny>>,
+    dtype: Option<&Bound<'py, PyAny>>,
+    draw: impl FnOnce(&[usize], DType) -> oxnet_core::Result<NDArray> + Send,
+) -> PyResult<Bound<'py, PyNDArray>> {
+    context::from_py_opt(ctx)?.ensure_available().py()?;
+    let dt = dtype::from_py_opt(dtype)?.unwrap_or(DType::F32);
+    let shape = shape.map(shape_of).transpose()?.unwrap_or_else(|| vec![1]);
+    wrap(py, py.detach(|| draw(&shape, dt)).py()?)
+}
+
 /// `nd.random.uniform(low=0, high=1, shape=(1,), ctx=None, dtype=float32)`.
 #[pyfunction]
 #[pyo3(signature = (low=0.0, high=1.0, shape=None, ctx=None, dtype=None))]
@@ -112,10 +127,7 @@ pub fn random_uniform<'py>(
     ctx: Option<&Bound<'py, PyAny>>,
     dtype: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyNDArray>> {
-    context::from_py_opt(ctx)?.ensure_available().py()?;
-    let dt = dtype::from_py_opt(dtype)?.unwrap_or(DType::F32);
-    let shape = shape.map(shape_of).transpose()?.unwrap_or_else(|| vec![1]);
-    wrap(py, py.detach(|| NDArray::random_uniform(low, high, &shape, dt)).py()?)
+    random_array(py, shape, ctx, dtype, |s, dt| NDArray::random_uniform(low, high, s, dt))
 }
 
 /// `nd.random.normal(loc=0, scale=1, shape=(1,), ctx=None, dtype=float32)`.
@@ -129,10 +141,7 @@ pub fn random_normal<'py>(
     ctx: Option<&Bound<'py, PyAny>>,
     dtype: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyNDArray>> {
-    context::from_py_opt(ctx)?.ensure_available().py()?;
-    let dt = dtype::from_py_opt(dtype)?.unwrap_or(DType::F32);
-    let shape = shape.map(shape_of).transpose()?.unwrap_or_else(|| vec![1]);
-    wrap(py, py.detach(|| NDArray::random_normal(loc, scale, &shape, dt)).py()?)
+    random_array(py, shape, ctx, dtype, |s, dt| NDArray::random_normal(loc, scale, s, dt))
 }
 
 /// Seeds oxnet's global random generator.
