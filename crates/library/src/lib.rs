@@ -23,9 +23,12 @@
 
 mod call;
 mod convert;
+mod graph_ext;
+mod graph_json;
 mod host;
 mod infer_cache;
 mod loader;
 mod opdef;
 
-pub use loader::{load, load_with, loaded, GraphExtension, Library, LoadOptions};
+pub use graph_ext::{zeros_param, GraphPass, NewParam, PartitionStrategy, PassOutput};
+pub use loader::{find_pass, find_strategy, load, load_with, loaded, GraphExtension, Library, LoadOptions};

@@ -1,5 +1,6 @@
 //! Opening a library, checking it, and registering its operators.
 
+use crate::graph_ext::{GraphPass, PartitionStrategy};
 use crate::host::{c_str, checked, host_table, host_version};
 use crate::opdef::{op_def, LoadedOp};
 use oxnet_abi as abi;
@@ -15,8 +16,8 @@ pub struct LoadOptions {
     pub quiet: bool,
 }
 
-/// A partitioner or graph pass a library declared (recorded; graphs are not
-/// wired into oxnet yet).
+/// A partitioner or graph pass a library declared (its name and strategies;
+/// [`Library::strategy`] and [`Library::pass`] give the callable handles).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GraphExtension {
     /// Its name.
@@ -30,6 +31,9 @@ struct Loaded {
     op_names: Vec<String>,
     partitioners: Vec<GraphExtension>,
     passes: Vec<String>,
+    subgraph_ops: Vec<String>,
+    strategies: Vec<PartitionStrategy>,
+    pass_handles: Vec<GraphPass>,
     _lib: Arc<libloading::Library>,
 }
 
@@ -56,15 +60,78 @@ impl Library {
         &self.inner.op_names
     }
 
-    /// The partitioners it declared (recorded, not yet usable: oxnet has no graphs yet).
+    /// The partitioners it declared, with their strategies.
     pub fn partitioners(&self) -> &[GraphExtension] {
         &self.inner.partitioners
     }
 
-    /// Names of the graph passes it declared (recorded, not yet usable).
+    /// Names of the graph passes it declared.
     pub fn passes(&self) -> &[String] {
         &self.inner.passes
     }
+
+    /// Names of its operators marked as subgraph operators (`is_subgraph_op`).
+    pub fn subgraph_op_names(&self) -> &[String] {
+        &self.inner.subgraph_ops
+    }
+
+    /// Every strategy of every partitioner it declared, callable.
+    pub fn strategies(&self) -> &[PartitionStrategy] {
+        &self.inner.strategies
+    }
+
+    /// The strategy `strategy` of its partitioner `partitioner`.
+    pub fn strategy(&self, partitioner: &str, strategy: &str) -> Result<PartitionStrategy> {
+        self.inner
+            .strategies
+            .iter()
+            .find(|s| s.partitioner() == partitioner && s.name() == strategy)
+            .cloned()
+            .ok_or_else(|| {
+                fail_named(
+                    &self.inner.path,
+                    format!("it declares no partitioner `{partitioner}` with a strategy `{strategy}`"),
+                )
+            })
+    }
+
+    /// Its graph pass `name`, callable.
+    pub fn pass(&self, name: &str) -> Result<GraphPass> {
+        self.inner
+            .pass_handles
+            .iter()
+            .find(|p| p.name() == name)
+            .cloned()
+            .ok_or_else(|| fail_named(&self.inner.path, format!("it declares no graph pass `{name}`")))
+    }
+}
+
+fn fail_named(path: &Path, msg: impl std::fmt::Display) -> Error {
+    Error::Custom { msg: format!("library `{}`: {msg}", path.display()), source: None }
+}
+
+/// The strategy `strategy` of partitioner `partitioner`, searched in every
+/// loaded library (MXNet looks backends up by name the same way).
+pub fn find_strategy(partitioner: &str, strategy: &str) -> Result<PartitionStrategy> {
+    loaded()
+        .iter()
+        .flat_map(|l| l.strategies().iter())
+        .find(|s| s.partitioner() == partitioner && s.name() == strategy)
+        .cloned()
+        .ok_or_else(|| Error::Custom {
+            msg: format!(
+                "no loaded library declares a partitioner `{partitioner}` with a strategy `{strategy}`"
+            ),
+            source: None,
+        })
+}
+
+/// The graph pass `name`, searched in every loaded library.
+pub fn find_pass(name: &str) -> Result<GraphPass> {
+    loaded().iter().find_map(|l| l.pass(name).ok()).ok_or_else(|| Error::Custom {
+        msg: format!("no loaded library declares a graph pass `{name}`"),
+        source: None,
+    })
 }
 
 static LOADED: Mutex<Option<HashMap<PathBuf, Library>>> = Mutex::new(None);
@@ -125,7 +192,7 @@ pub fn load_with(path: impl AsRef<Path>, options: &LoadOptions) -> Result<Librar
         }
         if !lib.partitioners().is_empty() || !lib.passes().is_empty() {
             println!(
-                "Found {} partitioners and {} graph passes (recorded; oxnet cannot run them until graphs land)",
+                "Found {} partitioners and {} graph passes",
                 lib.partitioners().len(),
                 lib.passes().len()
             );
@@ -205,14 +272,25 @@ fn open(path: &Path) -> Result<Library> {
         })?;
     }
     let ops = read_ops(path, &table, &lib)?;
-    let partitioners = read_partitioners(path, &table)?;
-    let passes = read_passes(path, &table)?;
+    let (partitioners, strategies) = read_partitioners(path, &table, &lib)?;
+    let pass_handles = read_passes(path, &table, &lib)?;
+    let passes = pass_handles.iter().map(|p| p.name().to_string()).collect();
     let op_names: Vec<String> = ops.iter().map(|o| o.name.clone()).collect();
+    let subgraph_ops = ops.iter().filter(|o| o.desc.is_subgraph_op != 0).map(|o| o.name.clone()).collect();
     for op in ops {
         registry::register(op_def(op));
     }
     Ok(Library {
-        inner: Arc::new(Loaded { path: path.to_path_buf(), op_names, partitioners, passes, _lib: lib }),
+        inner: Arc::new(Loaded {
+            path: path.to_path_buf(),
+            op_names,
+            partitioners,
+            passes,
+            subgraph_ops,
+            strategies,
+            pass_handles,
+            _lib: lib,
+        }),
     })
 }
 
@@ -269,31 +347,59 @@ fn read_ops(path: &Path, table: &abi::Library, lib: &Arc<libloading::Library>) -
     Ok(out)
 }
 
-fn read_partitioners(path: &Path, table: &abi::Library) -> Result<Vec<GraphExtension>> {
+/// Checks every partitioner and its strategies and makes their handles.
+fn read_partitioners(
+    path: &Path,
+    table: &abi::Library,
+    lib: &Arc<libloading::Library>,
+) -> Result<(Vec<GraphExtension>, Vec<PartitionStrategy>)> {
+    let library = path.display().to_string();
     let mut out = Vec::new();
-    for p in slice(table.partitioners, table.num_partitioners, "partitioners", path)? {
+    let mut handles = Vec::new();
+    for (i, p) in slice(table.partitioners, table.num_partitioners, "partitioners", path)?.iter().enumerate()
+    {
+        if p.struct_size != std::mem::size_of::<abi::Partitioner>() as u32 {
+            return Err(fail(path, format!("partitioner {i} has struct_size {}", p.struct_size)));
+        }
         let name = unsafe { c_str(p.name) };
+        if name.is_empty() || out.iter().any(|g: &GraphExtension| g.name == name) {
+            return Err(fail(path, format!("partitioner {i} has no name or the name `{name}` twice")));
+        }
         let mut strategies = Vec::new();
         for s in slice(p.strategies, p.num_strategies, "strategies", path)? {
             let (sname, op) = unsafe { (c_str(s.name), c_str(s.subgraph_op_name)) };
             if s.supported_ops.is_none() && s.create_selector.is_none() {
                 return Err(fail(path, format!("partitioner `{name}` strategy `{sname}` selects no nodes")));
             }
+            if sname.is_empty() || strategies.iter().any(|(n, _)| *n == sname) {
+                return Err(fail(
+                    path,
+                    format!("partitioner `{name}` has a strategy without a name or two named `{sname}`"),
+                ));
+            }
+            handles.push(PartitionStrategy::new(&library, &name, p.user_data, *s, lib.clone()));
             strategies.push((sname, op));
         }
         out.push(GraphExtension { name, strategies });
     }
-    Ok(out)
+    Ok((out, handles))
 }
 
-fn read_passes(path: &Path, table: &abi::Library) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    for p in slice(table.passes, table.num_passes, "graph passes", path)? {
-        let name = unsafe { c_str(p.name) };
-        if p.run.is_none() {
-            return Err(fail(path, format!("graph pass `{name}` has no function")));
+/// Checks every graph pass and makes their handles.
+fn read_passes(path: &Path, table: &abi::Library, lib: &Arc<libloading::Library>) -> Result<Vec<GraphPass>> {
+    let library = path.display().to_string();
+    let mut out: Vec<GraphPass> = Vec::new();
+    for (i, p) in slice(table.passes, table.num_passes, "graph passes", path)?.iter().enumerate() {
+        if p.struct_size != std::mem::size_of::<abi::Pass>() as u32 {
+            return Err(fail(path, format!("graph pass {i} has struct_size {}", p.struct_size)));
         }
-        out.push(name);
+        let name = unsafe { c_str(p.name) };
+        let pass = GraphPass::new(&library, p, lib.clone())
+            .ok_or_else(|| fail(path, format!("graph pass `{name}` has no function")))?;
+        if name.is_empty() || out.iter().any(|q| q.name() == name) {
+            return Err(fail(path, format!("graph pass {i} has no name or the name `{name}` twice")));
+        }
+        out.push(pass);
     }
     Ok(out)
 }
