@@ -400,12 +400,15 @@ pub fn zeros_param(_name: &str, _is_aux: bool, shape: &[usize], dtype: DType) ->
 
 type Alloc<'a> = dyn FnMut(&str, bool, &[usize], DType) -> Result<NDArray> + 'a;
 
+/// A DLTensor handed to a pass, with the shape and strides it points to.
+type HandedTensor = Box<(abi::DLTensor, Vec<i64>, Vec<i64>)>;
+
 /// The state behind one pass call's `oxnet_ext_pass_resource`.
 struct PassScope<'a> {
     alloc: &'a mut Alloc<'a>,
     params: Vec<NewParam>,
     /// Each DLTensor handed out, with its shape and strides (boxed: stable addresses).
-    tensors: Vec<Box<(abi::DLTensor, Vec<i64>, Vec<i64>)>>,
+    tensors: Vec<HandedTensor>,
     /// Why allocations failed (reported with the pass's error).
     failures: Vec<String>,
 }

@@ -116,7 +116,7 @@ pub(crate) fn read(text: &str) -> Result<GraphView, String> {
     if let Some(args) = obj.get("arg_nodes") {
         let args = args.as_array().ok_or("`arg_nodes` is not an array")?;
         for a in args {
-            if !a.as_u64().is_some_and(|i| (i as usize) < n) {
+            if a.as_u64().is_none_or(|i| (i as usize) >= n) {
                 return Err(format!("`arg_nodes` holds `{a}`, not a node id"));
             }
         }

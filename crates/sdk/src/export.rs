@@ -2,6 +2,9 @@
 //! traits, catching panics at every boundary.
 
 use crate::abi;
+use crate::graph_export::{describe, GraphDescs, PassEntry};
+use crate::partition::Partitioner;
+use crate::pass::PassResource;
 use crate::traits::{OpResult, Operator, Req, State, StatefulOperator};
 use crate::{Attrs, DType, Resource, Tensor, TensorMut};
 use std::ffi::{c_void, CString};
@@ -16,6 +19,7 @@ enum Kind {
 struct Entry {
     name: CString,
     kind: Kind,
+    subgraph: bool,
 }
 
 impl Entry {
@@ -29,10 +33,13 @@ impl Entry {
 
 type InitFn = Box<dyn Fn(i32) -> OpResult<()> + Send + Sync>;
 
-/// The operators of a library and its `initialize` hook.
+/// The operators, partitioners and graph passes of a library, and its
+/// `initialize` hook.
 #[derive(Default)]
 pub struct LibraryBuilder {
     ops: Vec<Entry>,
+    partitioners: Vec<Partitioner>,
+    passes: Vec<PassEntry>,
     init: Option<InitFn>,
 }
 
@@ -44,13 +51,44 @@ impl LibraryBuilder {
 
     /// Adds a stateless operator under `name`.
     pub fn op(mut self, name: &str, op: impl Operator) -> Self {
-        self.ops.push(Entry { name: c_name(name), kind: Kind::Stateless(Box::new(op)) });
+        self.ops.push(Entry { name: c_name(name), kind: Kind::Stateless(Box::new(op)), subgraph: false });
         self
     }
 
     /// Adds a stateful operator under `name`.
     pub fn stateful_op(mut self, name: &str, op: impl StatefulOperator) -> Self {
-        self.ops.push(Entry { name: c_name(name), kind: Kind::Stateful(Box::new(op)) });
+        self.ops.push(Entry { name: c_name(name), kind: Kind::Stateful(Box::new(op)), subgraph: false });
+        self
+    }
+
+    /// Adds a stateless operator marked as a subgraph operator (the operator
+    /// a partitioner's strategy puts in place of each subgraph).
+    pub fn subgraph_op(mut self, name: &str, op: impl Operator) -> Self {
+        self.ops.push(Entry { name: c_name(name), kind: Kind::Stateless(Box::new(op)), subgraph: true });
+        self
+    }
+
+    /// Adds a stateful operator marked as a subgraph operator.
+    pub fn stateful_subgraph_op(mut self, name: &str, op: impl StatefulOperator) -> Self {
+        self.ops.push(Entry { name: c_name(name), kind: Kind::Stateful(Box::new(op)), subgraph: true });
+        self
+    }
+
+    /// Adds a partitioner (MXNet's backend) with its strategies.
+    pub fn partitioner(mut self, p: Partitioner) -> Self {
+        self.partitioners.push(p);
+        self
+    }
+
+    /// Adds a graph pass under `name`: `f(graph_json, options, resource)`
+    /// returns the rewritten graph's JSON (see [`Graph`](crate::Graph)); the
+    /// resource creates new parameters.
+    pub fn pass(
+        mut self,
+        name: &str,
+        f: impl Fn(&str, &Attrs, &mut PassResource) -> OpResult<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.passes.push(PassEntry { name: c_name(name), f: Box::new(f) });
         self
     }
 
@@ -62,7 +100,7 @@ impl LibraryBuilder {
     }
 }
 
-fn c_name(name: &str) -> CString {
+pub(crate) fn c_name(name: &str) -> CString {
     CString::new(name.replace('\0', "")).unwrap_or_default()
 }
 
@@ -70,6 +108,11 @@ struct Table {
     lib: abi::Library,
     _descs: Vec<abi::Op>,
     _entries: Vec<Entry>,
+    _graph: Option<GraphDescs>,
+    _partitioners: Vec<Partitioner>,
+    _passes: Vec<PassEntry>,
+    /// Why the library cannot be used (reported by `initialize`).
+    broken: Option<String>,
     init: Option<InitFn>,
 }
 // SAFETY: the table is immutable after construction; operators are Send + Sync.
@@ -107,7 +150,7 @@ fn make_table(b: LibraryBuilder) -> Table {
             };
             abi::Op {
                 struct_size: std::mem::size_of::<abi::Op>() as u32,
-                is_subgraph_op: 0,
+                is_subgraph_op: e.subgraph as i32,
                 name: e.name.as_ptr(),
                 user_data: e as *const Entry as *mut c_void,
                 parse_attrs: Some(parse_attrs_tramp),
@@ -124,11 +167,32 @@ fn make_table(b: LibraryBuilder) -> Table {
     lib.ops = descs.as_ptr();
     lib.num_ops = descs.len() as i32;
     lib.initialize = Some(initialize_tramp);
-    Table { lib, _descs: descs, _entries: entries, init: b.init }
+    // never resized after this point: the graph descriptors point at them
+    let (partitioners, passes) = (b.partitioners, b.passes);
+    let (graph, broken) = match describe(&partitioners, &passes) {
+        Ok(g) => {
+            lib.partitioners = g.partitioners.as_ptr();
+            lib.num_partitioners = g.partitioners.len() as i32;
+            lib.passes = g.passes.as_ptr();
+            lib.num_passes = g.passes.len() as i32;
+            (Some(g), None)
+        }
+        Err(why) => (None, Some(why)),
+    };
+    Table {
+        lib,
+        _descs: descs,
+        _entries: entries,
+        _graph: graph,
+        _partitioners: partitioners,
+        _passes: passes,
+        broken,
+        init: b.init,
+    }
 }
 
 /// Runs `f`, turning an error or a panic into a failure status with its message.
-fn guard(err: *mut abi::Error, f: impl FnOnce() -> OpResult<()>) -> i32 {
+pub(crate) fn guard(err: *mut abi::Error, f: impl FnOnce() -> OpResult<()>) -> i32 {
     let msg = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => return abi::OK,
         Ok(Err(m)) => m,
@@ -153,9 +217,15 @@ unsafe fn entry_of<'a>(user: *mut c_void) -> OpResult<&'a Entry> {
 }
 
 unsafe extern "C" fn initialize_tramp(version: i32, err: *mut abi::Error) -> i32 {
-    guard(err, || match TABLE.get().and_then(|t| t.as_ref()).and_then(|t| t.init.as_ref()) {
-        Some(f) => f(version),
-        None => Ok(()),
+    guard(err, || {
+        let table = TABLE.get().and_then(|t| t.as_ref());
+        if let Some(why) = table.and_then(|t| t.broken.as_ref()) {
+            return Err(why.clone());
+        }
+        match table.and_then(|t| t.init.as_ref()) {
+            Some(f) => f(version),
+            None => Ok(()),
+        }
     })
 }
 
@@ -175,7 +245,7 @@ unsafe extern "C" fn parse_attrs_tramp(
     })
 }
 
-unsafe fn slice_mut<'a, T>(p: *mut T, n: i32) -> &'a mut [T] {
+pub(crate) unsafe fn slice_mut<'a, T>(p: *mut T, n: i32) -> &'a mut [T] {
     if n <= 0 || p.is_null() {
         &mut []
     } else {
@@ -183,7 +253,7 @@ unsafe fn slice_mut<'a, T>(p: *mut T, n: i32) -> &'a mut [T] {
     }
 }
 
-unsafe fn slice<'a, T>(p: *const T, n: i32) -> &'a [T] {
+pub(crate) unsafe fn slice<'a, T>(p: *const T, n: i32) -> &'a [T] {
     if n <= 0 || p.is_null() {
         &[]
     } else {

@@ -31,18 +31,32 @@
 //! export_library!(library);
 //! ```
 //!
+//! A library may also declare partitioners ([`Partitioner`], whose
+//! [`Strategy`]s choose nodes with a supported-ops function or a
+//! [`Selector`], and may [`Review`] each subgraph) and graph passes
+//! ([`LibraryBuilder::pass`]). Graphs cross as NNVM graph JSON text;
+//! [`Graph`] reads and writes it.
+//!
 //! Every call into the plugin catches panics: a panic becomes an error
 //! message for that call, and oxnet reports it as the operator's error.
 
 mod attrs;
 mod export;
+mod graph;
+mod graph_export;
+mod json;
+mod partition;
+mod pass;
 mod resource;
 mod tensor;
 mod traits;
 
 pub use attrs::Attrs;
 pub use export::{entry, LibraryBuilder};
+pub use graph::{Graph, Node, NodeEntry};
 pub use oxnet_abi as abi;
+pub use partition::{Partitioner, Review, Selector, Strategy, MAX_STRATEGIES};
+pub use pass::PassResource;
 pub use resource::{Resource, Rng};
 pub use tensor::{DType, Element, Tensor, TensorMut};
 pub use traits::{OpResult, Operator, Req, Signature, State, StatefulOperator};
