@@ -1,5 +1,8 @@
 //! `my_relu`: max(x, 0) with its gradient, as an oxnet extension library
-//! written with the Rust SDK.
+//! written with the Rust SDK; with a partitioner that gathers `my_relu`
+//! nodes into `_my_relu_subgraph` nodes and graph passes (see `graph.rs`).
+
+mod graph;
 
 use oxnet_sdk::*;
 
@@ -117,7 +120,14 @@ impl Operator for Panicky {
 }
 
 fn library() -> LibraryBuilder {
-    LibraryBuilder::new().op("my_relu", MyRelu).op("my_relu_panic", Panicky)
+    LibraryBuilder::new()
+        .op("my_relu", MyRelu)
+        .op("my_relu_panic", Panicky)
+        // a chain of relus is one relu: the subgraph operator computes my_relu
+        .subgraph_op("_my_relu_subgraph", MyRelu)
+        .partitioner(graph::partitioner())
+        .pass("my_relu_from_relu", graph::from_relu)
+        .pass("my_relu_faulty", graph::faulty_pass)
 }
 
 export_library!(library);
