@@ -812,7 +812,8 @@ fn a_pass_can_allocate_auxiliary_states_and_set_graph_attributes() {
 fn bad_registrations_refuse_the_load() {
     let src = common::out_dir().join(format!("cpp_graph_bad.{}.cc", std::process::id()));
     std::fs::write(&src, FIXTURE).unwrap();
-    let (_lib, init) = Lib::open(&compile(&src, "cpp_graph_bad", &["-DBAD_REGISTRATION"]));
+    let (lib, init) = Lib::open(&compile(&src, "cpp_graph_bad", &["-DBAD_REGISTRATION"]));
+    std::mem::forget(lib); // never unloaded, like the other libraries of this process
     let err = init.unwrap_err();
     for part in [
         "bad registration of partitioner `fx_bad_part`",
