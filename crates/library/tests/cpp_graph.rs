@@ -858,3 +858,29 @@ fn the_example_is_also_valid_against_mxnets_header() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn the_example_runs_through_oxnets_host_side_calls() {
+    // the same library, loaded as oxnet loads it, driven by oxnet-library's graph calls
+    let path = compile(&example_source(), "subgraph_lib_host", &[]);
+    let lib = oxnet_library::load(&path, false).unwrap();
+    let by_op = lib.strategy("my_part", "by_op").unwrap();
+    assert_eq!(by_op.subgraph_op_name(), "_custom_subgraph_op");
+    assert_eq!(by_op.supported_ops(GRAPH, 5, &[]).unwrap(), [-1, -1, 0, -1, 0]);
+    // the host grows subgraphs with the selector: g0 and g1 are not adjacent
+    // (relu r0 lies between them), so each seeds its own subgraph
+    let grow = lib.strategy("my_part", "grow").unwrap();
+    assert_eq!(grow.supported_ops(GRAPH, 5, &[]).unwrap(), [-1, -1, 0, -1, 1]);
+    let (accept, attrs) = grow.review_subgraph(GRAPH, 4, &[]).unwrap();
+    assert!(accept);
+    assert_eq!(attrs, strings(&[("num_gemms", "2"), ("reviewed_by", "my_part/4")]));
+    assert!(!by_op.review_subgraph(GRAPH, 4, &[("reject", "true")]).unwrap().0);
+    let out = lib.pass("add_bias").unwrap().run_with_zeros(GRAPH, &[]).unwrap();
+    assert_eq!(out.params.len(), 1);
+    assert_eq!((out.params[0].name.as_str(), out.params[0].is_aux), ("bias", false));
+    assert_eq!(out.params[0].array.to_vec::<f32>().unwrap(), [1.0]);
+    assert_eq!(Json::parse(&out.graph_json).get("heads").list()[0].ints(), [6, 0, 0]);
+    let err =
+        lib.pass("prefix_names").unwrap().run_with_zeros("{\"nodes\": 3}", &[]).unwrap_err().to_string();
+    assert!(err.contains("graph pass `prefix_names`"), "{err}");
+}
