@@ -10,11 +10,11 @@
 //! the boundary.
 
 use crate::convert::{dtype_code, dtype_of_code, CAttrs};
-use crate::graph_json::{self, GraphView};
+use crate::graph_json;
 use crate::host::{c_str, checked};
+use crate::selector::{grow, SelectorGuard};
 use oxnet_abi as abi;
 use oxnet_core::{DType, Device, Error, NDArray, Result};
-use std::collections::{HashSet, VecDeque};
 use std::ffi::{c_char, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -153,8 +153,9 @@ impl PartitionStrategy {
     /// a selector the host grows subgraphs as MXNet does: each node not yet
     /// taken, in graph order, that `select` accepts seeds a subgraph, which
     /// grows breadth-first into input and output nodes that `select_input` /
-    /// `select_output` accept; `filter` chooses the nodes kept, which get the
-    /// next subgraph id; `reset` follows each grown subgraph. Variables
+    /// `select_output` accept, shrinks until it does not feed itself through
+    /// outside nodes, and is `filter`ed; each connected group of the nodes kept
+    /// gets the next subgraph id; `reset` follows each seed. Variables
     /// (`"op": "null"`) are never offered to a selector.
     pub fn supported_ops(
         &self,
@@ -234,116 +235,6 @@ impl PartitionStrategy {
         }
         Ok((accept != 0, attrs))
     }
-}
-
-/// Destroys a selector when the partitioning call ends, however it ends.
-struct SelectorGuard(abi::Selector);
-
-impl Drop for SelectorGuard {
-    fn drop(&mut self) {
-        if let Some(d) = self.0.destroy {
-            // SAFETY: the library's selector, destroyed once.
-            unsafe { d(self.0.selector) };
-        }
-    }
-}
-
-fn flag(what: &str, f: impl FnOnce(*mut i32) -> i32) -> std::result::Result<bool, String> {
-    let mut selected = 0i32;
-    let status = f(&mut selected);
-    if status == abi::OK {
-        Ok(selected != 0)
-    } else {
-        Err(format!("selector {what} failed (status {status})"))
-    }
-}
-
-/// Grows subgraphs with the library's selector (see `supported_ops`).
-fn grow(graph: &GraphView, s: &abi::Selector) -> std::result::Result<Vec<i32>, String> {
-    let missing = |what: &str| format!("create_selector gave a selector without `{what}`");
-    let select = s.select.ok_or_else(|| missing("select"))?;
-    let select_input = s.select_input.ok_or_else(|| missing("select_input"))?;
-    let select_output = s.select_output.ok_or_else(|| missing("select_output"))?;
-    let consumers = graph.consumers();
-    let mut ids = vec![-1i32; graph.nodes.len()];
-    let mut next = 0i32;
-    for seed in 0..graph.nodes.len() {
-        if ids[seed] != -1 || graph.nodes[seed].is_variable() {
-            continue;
-        }
-        // SAFETY (every call below): the library's selector and callbacks; ids are in range.
-        if !flag("select", |out| unsafe { select(s.selector, seed as i32, out) })? {
-            continue;
-        }
-        let mut members: Vec<usize> = vec![seed];
-        let mut seen: HashSet<usize> = HashSet::from([seed]);
-        let mut queue: VecDeque<usize> = VecDeque::from([seed]);
-        while let Some(cur) = queue.pop_front() {
-            let free = |n: usize, seen: &HashSet<usize>| {
-                ids[n] == -1 && !graph.nodes[n].is_variable() && !seen.contains(&n)
-            };
-            for &inp in &graph.nodes[cur].inputs {
-                if free(inp, &seen)
-                    && flag("select_input", |out| unsafe {
-                        select_input(s.selector, cur as i32, inp as i32, out)
-                    })?
-                {
-                    seen.insert(inp);
-                    members.push(inp);
-                    queue.push_back(inp);
-                }
-            }
-            for &o in &consumers[cur] {
-                if free(o, &seen)
-                    && flag("select_output", |out| unsafe {
-                        select_output(s.selector, cur as i32, o as i32, out)
-                    })?
-                {
-                    seen.insert(o);
-                    members.push(o);
-                    queue.push_back(o);
-                }
-            }
-        }
-        members.sort_unstable();
-        let kept = match s.filter {
-            None => members,
-            Some(filter) => {
-                let cands: Vec<i32> = members.iter().map(|&m| m as i32).collect();
-                let mut keep = vec![-1i32; cands.len()];
-                let mut num_keep = 0i32;
-                let status = unsafe {
-                    filter(s.selector, cands.as_ptr(), cands.len() as i32, keep.as_mut_ptr(), &mut num_keep)
-                };
-                if status != abi::OK {
-                    return Err(format!("selector filter failed (status {status})"));
-                }
-                if !(0..=cands.len() as i32).contains(&num_keep) {
-                    return Err(format!("selector filter kept {num_keep} of {} candidates", cands.len()));
-                }
-                let mut kept = Vec::new();
-                for &k in &keep[..num_keep as usize] {
-                    if !cands.contains(&k) || kept.contains(&(k as usize)) {
-                        return Err(format!(
-                            "selector filter kept node {k}, which is not a candidate or is kept twice (candidates {cands:?})"
-                        ));
-                    }
-                    kept.push(k as usize);
-                }
-                kept
-            }
-        };
-        if let Some(reset) = s.reset {
-            unsafe { reset(s.selector) };
-        }
-        if !kept.is_empty() {
-            for k in kept {
-                ids[k] = next;
-            }
-            next += 1;
-        }
-    }
-    Ok(ids)
 }
 
 /// A graph pass of a loaded library, callable by the host.

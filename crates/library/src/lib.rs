@@ -29,6 +29,7 @@ mod host;
 mod infer_cache;
 mod loader;
 mod opdef;
+mod selector;
 
 pub use graph_ext::{zeros_param, GraphPass, NewParam, PartitionStrategy, PassOutput};
 pub use loader::{find_pass, find_strategy, load, load_with, loaded, GraphExtension, Library, LoadOptions};

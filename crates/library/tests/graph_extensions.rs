@@ -94,6 +94,16 @@ fn the_host_grows_subgraphs_with_the_selector() {
         {"op": "sigmoid", "name": "s", "inputs": [[4, 0, 0]]}],
         "heads": [[5, 0, 0]]}"#;
     assert_eq!(grow.supported_ops(g, 6, &[]).unwrap(), [-1, 0, -1, 0, 0, -1]);
+    // a filter that keeps a and b but drops c, which joined them: two subgraphs, then c alone
+    assert_eq!(grow.supported_ops(g, 6, &[("max_nodes", "2")]).unwrap(), [-1, 0, -1, 1, 2, -1]);
+    // a subgraph may not feed itself through an outside node: {a, c} would reach c
+    // again through the sigmoid t, so c is left out and seeds its own subgraph
+    let cyclic = r#"{"nodes": [{"op": "null", "name": "x", "inputs": []},
+        {"op": "my_relu", "name": "a", "inputs": [[0, 0, 0]]},
+        {"op": "sigmoid", "name": "t", "inputs": [[1, 0, 0]]},
+        {"op": "my_relu", "name": "c", "inputs": [[1, 0, 0], [2, 0, 0]]}],
+        "heads": [[3, 0, 0]]}"#;
+    assert_eq!(grow.supported_ops(cyclic, 4, &[]).unwrap(), [-1, 0, -1, 1]);
     // the options reach the selector: a malformed one is the library's error
     let e = grow.supported_ops(GRAPH, 6, &[("max_nodes", "many")]).unwrap_err().to_string();
     assert!(e.contains("create_selector failed") && e.contains("`max_nodes`"), "{e}");
