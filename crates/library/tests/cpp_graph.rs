@@ -10,6 +10,7 @@
 mod common;
 
 use oxnet_abi as abi;
+use oxnet_core::{invoke1, NDArray};
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
@@ -232,13 +233,31 @@ fn s(p: *const c_char) -> String {
     unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
 }
 
+/// The example, compiled once (opened directly and loaded by oxnet: one copy).
+fn example_path() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| compile(&example_source(), "subgraph_lib", &[])).clone()
+}
+
 fn example() -> &'static Lib {
     static LIB: OnceLock<Lib> = OnceLock::new();
     LIB.get_or_init(|| {
-        let (lib, init) = Lib::open(&compile(&example_source(), "subgraph_lib", &[]));
+        let (lib, init) = Lib::open(&example_path());
         init.expect("the example initialises");
         lib
     })
+}
+
+/// The example loaded as oxnet loads libraries (registering its operator).
+fn loaded_example() -> oxnet_library::Library {
+    static LIB: OnceLock<oxnet_library::Library> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let lib = oxnet_library::load(example_path(), false).unwrap();
+        assert_eq!(lib.op_names(), ["_custom_subgraph_op"]);
+        assert_eq!(lib.subgraph_op_names(), ["_custom_subgraph_op"]);
+        lib
+    })
+    .clone()
 }
 
 fn fixture() -> &'static Lib {
@@ -862,8 +881,7 @@ fn the_example_is_also_valid_against_mxnets_header() {
 #[test]
 fn the_example_runs_through_oxnets_host_side_calls() {
     // the same library, loaded as oxnet loads it, driven by oxnet-library's graph calls
-    let path = compile(&example_source(), "subgraph_lib_host", &[]);
-    let lib = oxnet_library::load(&path, false).unwrap();
+    let lib = loaded_example();
     let by_op = lib.strategy("my_part", "by_op").unwrap();
     assert_eq!(by_op.subgraph_op_name(), "_custom_subgraph_op");
     assert_eq!(by_op.supported_ops(GRAPH, 5, &[]).unwrap(), [-1, -1, 0, -1, 0]);
@@ -883,4 +901,33 @@ fn the_example_runs_through_oxnets_host_side_calls() {
     let err =
         lib.pass("prefix_names").unwrap().run_with_zeros("{\"nodes\": 3}", &[]).unwrap_err().to_string();
     assert!(err.contains("graph pass `prefix_names`"), "{err}");
+}
+
+fn matrix(rows: usize, cols: usize, seed: f32) -> NDArray {
+    let v: Vec<f32> = (0..rows * cols).map(|i| (i as f32 * 0.61 + seed).sin()).collect();
+    NDArray::from_vec(v, &[rows, cols]).unwrap()
+}
+
+#[test]
+fn the_subgraph_operator_runs_its_subgraph() {
+    loaded_example();
+    // GRAPH as a subgraph: g1 = my_gemm(relu(my_gemm(x, w)), w)
+    let (x, w) = (matrix(3, 4, 0.2), matrix(4, 4, 1.1));
+    let got = invoke1("_custom_subgraph_op", &[&x, &w], &[("subgraph_sym_json", GRAPH.into())]).unwrap();
+    let h = invoke1("relu", &[&invoke1("dot", &[&x, &w], &[]).unwrap()], &[]).unwrap();
+    let want = invoke1("dot", &[&h, &w], &[]).unwrap();
+    assert_eq!(got.shape(), &[3, 4]);
+    oxnet_core::check::assert_close(&got, &want, 1e-5, 1e-5).unwrap();
+    // its errors
+    let err = invoke1("_custom_subgraph_op", &[&x, &w], &[]).unwrap_err().to_string();
+    assert!(err.contains("needs its subgraph in the attribute subgraph_sym_json"), "{err}");
+    let bad = GRAPH.replace("\"relu\"", "\"tanh\"");
+    let err = invoke1("_custom_subgraph_op", &[&x, &w], &[("subgraph_sym_json", bad.into())])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("cannot run node `r0` (op tanh with 1 inputs)"), "{err}");
+    let err = invoke1("_custom_subgraph_op", &[&w, &x], &[("subgraph_sym_json", GRAPH.into())])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("node `g0` multiplies matrices of incompatible shapes"), "{err}");
 }

@@ -15,9 +15,15 @@
  *     (option `prefix`, default "ext_") and marks it with `renamed_by`;
  *   pass `add_bias`: adds a new float32 parameter `bias` of shape [1] holding
  *     1.0 and a `broadcast_add` node adding it to the graph's first output.
+ *   operator `_custom_subgraph_op` (a subgraph operator): runs the subgraph
+ *     given as NNVM JSON in its attribute `subgraph_sym_json` on float32
+ *     inputs (one per input node of the subgraph, in order), for subgraphs of
+ *     my_gemm / state_gemm (matrix products) and relu nodes.
  *
  * Build: g++ -std=c++17 -shared -fPIC -O2 -I <oxnet>/include/oxnet subgraph_lib.cc -o libsubgraph_lib.so
  */
+#include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -118,6 +124,126 @@ static MXReturnValue addBias(Graph* graph, const Options& options) {
 
 REGISTER_PASS(prefix_names).setBody(prefixNames);
 REGISTER_PASS(add_bias).setBody(addBias);
+
+/* ---- the subgraph operator ---- */
+
+/* The subgraph in the operator's attributes (the caller deletes it). */
+static Graph* subgraphOf(const Options& attrs) {
+  if (!attrs.count(MX_STR_SUBGRAPH_SYM_JSON)) return nullptr;
+  return Graph::fromString(attrs.at(MX_STR_SUBGRAPH_SYM_JSON));
+}
+
+/* A float32 matrix (or vector) computed while running the subgraph. */
+struct Value {
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+};
+
+/* Runs (with_data) or only shapes (!with_data) the subgraph's nodes from the
+ * values of its input nodes; the values of its outputs go to `outs`. */
+static MXReturnValue runSubgraph(Graph* g, const std::vector<Value>& ins, std::vector<Value>* outs, bool with_data) {
+  std::map<Node*, Value> vals;
+  for (size_t i = 0; i < g->inputs.size(); i++) vals[g->inputs[i]] = ins[i];
+  std::vector<Node*> order = g->topological_sort();
+  for (Node* n : order) {
+    if (n->op == "null") continue;
+    if (n->inputs.empty() || !vals.count(n->inputs[0].node)) {
+      MX_ERROR_MSG << "_custom_subgraph_op: node `" << n->name << "` reads no computed value";
+      return MX_FAIL;
+    }
+    const Value& a = vals[n->inputs[0].node];
+    Value out;
+    if (n->op == "relu" && n->inputs.size() == 1) {
+      out.shape = a.shape;
+      if (with_data) {
+        for (float x : a.data) out.data.push_back(x > 0 ? x : 0);
+      }
+    } else if (is_gemm(n->op) && n->inputs.size() == 2 && vals.count(n->inputs[1].node)) {
+      const Value& b = vals[n->inputs[1].node];
+      if (a.shape.size() != 2 || b.shape.size() != 2 || a.shape[1] != b.shape[0]) {
+        MX_ERROR_MSG << "_custom_subgraph_op: node `" << n->name << "` multiplies matrices of incompatible shapes";
+        return MX_FAIL;
+      }
+      int64_t m = a.shape[0], k = a.shape[1], p = b.shape[1];
+      out.shape = {m, p};
+      if (with_data) {
+        out.data.assign(static_cast<size_t>(m * p), 0.0f);
+        for (int64_t i = 0; i < m; i++)
+          for (int64_t j = 0; j < p; j++)
+            for (int64_t t = 0; t < k; t++) out.data[i * p + j] += a.data[i * k + t] * b.data[t * p + j];
+      }
+    } else {
+      MX_ERROR_MSG << "_custom_subgraph_op: cannot run node `" << n->name << "` (op " << n->op
+                   << " with " << n->inputs.size() << " inputs); it runs my_gemm, state_gemm and relu";
+      return MX_FAIL;
+    }
+    vals[n] = out;
+  }
+  for (const NodeEntry& e : g->outputs) outs->push_back(vals[e.node]);
+  return MX_SUCCESS;
+}
+
+static MXReturnValue sgParseAttrs(const Options& attrs, int* num_in, int* num_out) {
+  std::unique_ptr<Graph> g(subgraphOf(attrs));
+  if (!g) {
+    MX_ERROR_MSG << "_custom_subgraph_op needs its subgraph in the attribute " << MX_STR_SUBGRAPH_SYM_JSON;
+    return MX_FAIL;
+  }
+  *num_in = static_cast<int>(g->inputs.size());
+  *num_out = static_cast<int>(g->outputs.size());
+  return MX_SUCCESS;
+}
+
+static MXReturnValue sgInferType(const Options& attrs, std::vector<int>* in_types, std::vector<int>* out_types) {
+  (void)attrs;
+  for (int t : *in_types) {
+    if (t != kFloat32) {
+      MX_ERROR_MSG << "_custom_subgraph_op runs float32 inputs only";
+      return MX_FAIL;
+    }
+  }
+  for (int& t : *out_types) t = kFloat32;
+  return MX_SUCCESS;
+}
+
+static MXReturnValue sgInferShape(const Options& attrs, std::vector<std::vector<unsigned int>>* in_shapes,
+                                  std::vector<std::vector<unsigned int>>* out_shapes) {
+  std::unique_ptr<Graph> g(subgraphOf(attrs));
+  if (!g) return MX_FAIL;
+  std::vector<Value> ins, outs;
+  for (const auto& s : *in_shapes) {
+    if (s.empty()) return MX_SUCCESS;  // an input shape is not known yet: nor are the outputs
+  }
+  for (const auto& s : *in_shapes) ins.push_back(Value{std::vector<int64_t>(s.begin(), s.end()), {}});
+  if (runSubgraph(g.get(), ins, &outs, false) != MX_SUCCESS) return MX_FAIL;
+  for (size_t i = 0; i < outs.size(); i++) (*out_shapes)[i].assign(outs[i].shape.begin(), outs[i].shape.end());
+  return MX_SUCCESS;
+}
+
+static MXReturnValue sgForward(const Options& attrs, std::vector<MXTensor>* inputs, std::vector<MXTensor>* outputs,
+                               const OpResource& res) {
+  (void)res;
+  std::unique_ptr<Graph> g(subgraphOf(attrs));
+  if (!g) return MX_FAIL;
+  std::vector<Value> ins, outs;
+  for (MXTensor& t : *inputs) {
+    const float* d = t.data<float>();
+    ins.push_back(Value{t.shape, std::vector<float>(d, d + t.size())});
+  }
+  if (runSubgraph(g.get(), ins, &outs, true) != MX_SUCCESS) return MX_FAIL;
+  for (size_t i = 0; i < outs.size(); i++) {
+    float* d = (*outputs)[i].data<float>();
+    for (size_t j = 0; j < outs[i].data.size(); j++) d[j] = outs[i].data[j];
+  }
+  return MX_SUCCESS;
+}
+
+REGISTER_OP(_custom_subgraph_op)
+    .setParseAttrs(sgParseAttrs)
+    .setInferType(sgInferType)
+    .setInferShape(sgInferShape)
+    .setForward(sgForward, "cpu")
+    .setIsSubgraphOp();
 
 MXReturnValue initialize(int version) {
   if (version < 10900) {
