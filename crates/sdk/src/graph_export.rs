@@ -259,3 +259,51 @@ unsafe extern "C" fn pass_tramp(
         push(out, None, &new)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn marks(k: i32) -> Strategy {
+        Strategy::supported_ops("s", "_sg", move |_, ids: &mut [i32], _| {
+            ids.fill(k);
+            Ok(())
+        })
+    }
+
+    #[test]
+    fn each_strategy_slot_calls_its_own_strategy() {
+        let p = Partitioner::new("p").strategy(marks(10)).strategy(marks(11)).strategy(marks(12));
+        let parts = [p];
+        let d = describe(&parts, &[]).unwrap();
+        assert_eq!(d.partitioners[0].num_strategies, 3);
+        let strategies = unsafe { slice(d.partitioners[0].strategies, 3) };
+        for (i, s) in strategies.iter().enumerate() {
+            assert!(s.create_selector.is_none() && s.review_subgraph.is_none());
+            let f = s.supported_ops.unwrap();
+            let mut ids = [-1i32; 2];
+            let status = unsafe {
+                f(
+                    d.partitioners[0].user_data,
+                    c"{}".as_ptr(),
+                    ids.as_mut_ptr(),
+                    2,
+                    std::ptr::null(),
+                    std::ptr::null_mut(),
+                )
+            };
+            assert_eq!(status, abi::OK);
+            assert_eq!(ids, [10 + i as i32; 2]);
+        }
+    }
+
+    #[test]
+    fn too_many_strategies_is_an_error_naming_the_partitioner() {
+        let mut p = Partitioner::new("crowded");
+        for _ in 0..=MAX_STRATEGIES {
+            p = p.strategy(marks(0));
+        }
+        let e = describe(&[p], &[]).err().unwrap();
+        assert!(e.contains("`crowded` has 9 strategies") && e.contains("at most 8"), "{e}");
+    }
+}
