@@ -1346,14 +1346,17 @@ class Graph {
     for (const Node* n : nodes) {
       std::cout << pad << "  node `" << n->name << "` op " << n->op;
       for (size_t j = 0; j < n->inputs.size(); ++j) {
-        std::cout << (j ? ", " : " <- ") << n->inputs[j].node->name << "[" << n->inputs[j].entry << "]";
+        const Node* in = n->inputs[j].node;
+        std::cout << (j ? ", " : " <- ") << (in ? in->name : "?") << "[" << n->inputs[j].entry << "]";
       }
       std::map<std::string, std::string> sorted(n->attrs.begin(), n->attrs.end());
       for (const auto& kv : sorted) std::cout << " " << kv.first << "=" << kv.second;
       std::cout << "\n";
       for (const Graph* s : n->subgraphs) s->print(indent + 4);
     }
-    for (const NodeEntry& e : outputs) std::cout << pad << "  output " << e.node->name << "[" << e.entry << "]\n";
+    for (const NodeEntry& e : outputs) {
+      std::cout << pad << "  output " << (e.node ? e.node->name : "?") << "[" << e.entry << "]\n";
+    }
   }
 
   /** Adds a node `name` applying `op` (no inputs yet: push NodeEntry values to its `inputs`). */
