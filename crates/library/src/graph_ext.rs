@@ -150,7 +150,8 @@ impl PartitionStrategy {
     /// Which nodes of `graph_json` (an NNVM graph with `num_nodes` nodes) the
     /// strategy takes: per node, -1 (not taken) or the id (>= 0) of the
     /// subgraph it joins. With `supported_ops` the ids are the library's; with
-    /// a selector the host grows subgraphs as MXNet does: each node not yet
+    /// a selector (used when a strategy has both) the host grows subgraphs as
+    /// MXNet does: each node not yet
     /// taken, in graph order, that `select` accepts seeds a subgraph, which
     /// grows breadth-first into input and output nodes that `select_input` /
     /// `select_output` accept, shrinks until it does not feed itself through
