@@ -40,7 +40,7 @@
  *     selector exceptions are logged (their ABI calls carry no error sink).
  *
  * This file holds the operator API; it includes its other parts from
- * lib_api/: graph.h (Graph, partitioners and passes), bridge_ops.h and
+ * lib_api/: json.h (JSON values), graph.h (Graph, partitioners and passes), bridge_ops.h and
  * bridge_graph.h (the translation to the C ABI). Include only this file.
  *
  * Build a library with:  g++ -std=c++17 -shared -fPIC -O2 -I <oxnet>/include my_op.cc -o libmy_op.so
@@ -723,6 +723,7 @@ class Registry {
 }  // namespace ext
 }  // namespace oxnet
 
+#include "lib_api/json.h"
 #include "lib_api/graph.h"
 
 /** The reference's namespace: `using namespace mxnet::ext;` works unchanged. */

@@ -190,8 +190,13 @@ class _FunctionOperator:
     def __call__(self, *args):
         from .ndarray import NDArray, array  # pylint: disable=import-outside-toplevel
 
-        arrays = tuple(a if isinstance(a, NDArray) else array(np.asarray(a), dtype=np.asarray(a).dtype) for a in args)
+        arrays = tuple(a if isinstance(a, NDArray) else _array_keeping_dtype(a, array) for a in args)
         return _oxnet.invoke(self._handle, arrays, None)
+
+
+def _array_keeping_dtype(value, array):
+    value = np.asarray(value)
+    return array(value, dtype=value.dtype)
 
 
 def customop(kind):

@@ -13,6 +13,14 @@ def _np(x):
     return x.asnumpy() if isinstance(x, NDArray) else np.asarray(x)
 
 
+def _as_ndarray(x):
+    """``x`` as an NDArray, keeping a numpy array's dtype (float64 stays float64)."""
+    if isinstance(x, NDArray):
+        return x
+    x = np.asarray(x)
+    return array(x, dtype=x.dtype)
+
+
 def same(a, b):
     """Whether ``a`` and ``b`` hold exactly the same values."""
     return np.array_equal(_np(a), _np(b))
@@ -73,7 +81,7 @@ def check_numeric_gradient(fn, location, kwargs=None, numeric_eps=1e-4, rtol=1e-
 
     else:
         func = fn
-    inputs = [x if isinstance(x, NDArray) else array(x, dtype=np.asarray(x).dtype) for x in location]
+    inputs = [_as_ndarray(x) for x in location]
     nodes = range(len(inputs)) if grad_nodes is None else grad_nodes
     variables = [inputs[i].copy() for i in nodes]
     args = list(inputs)
@@ -101,5 +109,5 @@ def check_op(name, inputs, attrs=None, no_grad=(), eps=None, rtol=None, atol=Non
     shapes and dtypes against the outputs, ``req`` write and add, gradients
     against central differences (float64), and malformed calls. Returns
     the largest gradient error; raises MXNetError naming the failed check."""
-    arrays = [x if isinstance(x, NDArray) else array(x, dtype=np.asarray(x).dtype) for x in inputs]
+    arrays = [_as_ndarray(x) for x in inputs]
     return _oxnet.check_op(name, arrays, attrs, list(no_grad), eps, rtol, atol, check_grad)

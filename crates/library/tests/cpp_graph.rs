@@ -11,7 +11,7 @@ mod common;
 
 use oxnet_abi as abi;
 use oxnet_core::{invoke1, NDArray};
-use std::collections::BTreeMap;
+use serde_json::Value as Json;
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -436,123 +436,32 @@ fn run_pass(
 }
 
 // ---------------------------------------------------------------------------
-// A tiny JSON reader for checking the passes' output
+// Reading the passes' output (serde_json, which oxnet-library already uses)
 // ---------------------------------------------------------------------------
 
-#[derive(Debug, Clone, PartialEq)]
-enum Json {
-    Str(String),
-    Num(f64),
-    List(Vec<Json>),
-    Map(BTreeMap<String, Json>),
+fn parse(text: &str) -> Json {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
-impl Json {
-    fn parse(text: &str) -> Json {
-        let b = text.as_bytes();
-        let mut i = 0;
-        let v = Json::value(b, &mut i);
-        Json::space(b, &mut i);
-        assert_eq!(i, b.len(), "trailing text in {text}");
-        v
-    }
-    fn space(b: &[u8], i: &mut usize) {
-        while *i < b.len() && b[*i].is_ascii_whitespace() {
-            *i += 1;
-        }
-    }
-    fn value(b: &[u8], i: &mut usize) -> Json {
-        Json::space(b, i);
-        match b[*i] {
-            b'"' => {
-                *i += 1;
-                let mut s = Vec::new();
-                while b[*i] != b'"' {
-                    if b[*i] == b'\\' {
-                        *i += 1;
-                        s.push(match b[*i] {
-                            b'n' => b'\n',
-                            b't' => b'\t',
-                            c => c,
-                        });
-                    } else {
-                        s.push(b[*i]);
-                    }
-                    *i += 1;
-                }
-                *i += 1;
-                Json::Str(String::from_utf8(s).unwrap())
-            }
-            b'[' | b'{' => {
-                let map = b[*i] == b'{';
-                *i += 1;
-                let (mut list, mut m) = (Vec::new(), BTreeMap::new());
-                loop {
-                    Json::space(b, i);
-                    if b[*i] == b']' || b[*i] == b'}' {
-                        *i += 1;
-                        break;
-                    }
-                    if map {
-                        let Json::Str(k) = Json::value(b, i) else { panic!("key") };
-                        Json::space(b, i);
-                        assert_eq!(b[*i], b':');
-                        *i += 1;
-                        m.insert(k, Json::value(b, i));
-                    } else {
-                        list.push(Json::value(b, i));
-                    }
-                    Json::space(b, i);
-                    if b[*i] == b',' {
-                        *i += 1;
-                    }
-                }
-                if map {
-                    Json::Map(m)
-                } else {
-                    Json::List(list)
-                }
-            }
-            _ => {
-                let start = *i;
-                while *i < b.len() && (b[*i] == b'-' || b[*i] == b'.' || b[*i].is_ascii_alphanumeric()) {
-                    *i += 1;
-                }
-                Json::Num(std::str::from_utf8(&b[start..*i]).unwrap().parse().expect("number"))
-            }
-        }
-    }
-    fn get(&self, key: &str) -> &Json {
-        match self {
-            Json::Map(m) => m.get(key).unwrap_or_else(|| panic!("no key {key} in {self:?}")),
-            _ => panic!("not a map: {self:?}"),
-        }
-    }
-    fn get_opt(&self, key: &str) -> Option<&Json> {
-        match self {
-            Json::Map(m) => m.get(key),
-            _ => None,
-        }
-    }
+/// Accessors that fail the test with the value when the shape is wrong.
+trait Expect {
+    fn list(&self) -> &[Json];
+    fn str(&self) -> &str;
+    fn num(&self) -> f64;
+    /// A list of numbers as integers.
+    fn ints(&self) -> Vec<i64>;
+}
+
+impl Expect for Json {
     fn list(&self) -> &[Json] {
-        match self {
-            Json::List(l) => l,
-            _ => panic!("not a list: {self:?}"),
-        }
+        self.as_array().unwrap_or_else(|| panic!("not a list: {self}"))
     }
     fn str(&self) -> &str {
-        match self {
-            Json::Str(s) => s,
-            _ => panic!("not a string: {self:?}"),
-        }
+        self.as_str().unwrap_or_else(|| panic!("not a string: {self}"))
     }
     fn num(&self) -> f64 {
-        match self {
-            Json::Num(n) => *n,
-            _ => panic!("not a number: {self:?}"),
-        }
+        self.as_f64().unwrap_or_else(|| panic!("not a number: {self}"))
     }
-    /// A list of numbers as integers.
     fn ints(&self) -> Vec<i64> {
         self.list().iter().map(|x| x.num() as i64).collect()
     }
@@ -560,26 +469,22 @@ impl Json {
 
 /// (op, name, inputs as [id, index]) of every node.
 fn nodes(g: &Json) -> Vec<(String, String, Vec<[i64; 2]>)> {
-    g.get("nodes")
+    g["nodes"]
         .list()
         .iter()
         .map(|n| {
-            let ins = n
-                .get("inputs")
+            let ins = n["inputs"]
                 .list()
                 .iter()
                 .map(|e| [e.list()[0].num() as i64, e.list()[1].num() as i64])
                 .collect();
-            (n.get("op").str().to_string(), n.get("name").str().to_string(), ins)
+            (n["op"].str().to_string(), n["name"].str().to_string(), ins)
         })
         .collect()
 }
 
 fn node_attr<'a>(g: &'a Json, node: usize, key: &str) -> Option<&'a str> {
-    match g.get("nodes").list()[node].get_opt("attrs") {
-        Some(Json::Map(a)) => a.get(key).map(|v| v.str()),
-        _ => None,
-    }
+    g["nodes"].list()[node].get("attrs").and_then(|a| a.get(key)).map(|v| v.str())
 }
 
 fn strings(v: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -687,7 +592,7 @@ fn prefix_names_renames_and_marks_operator_nodes() {
     let mut params = Params::default();
     let out = run_pass(lib, "prefix_names", GRAPH, &[("prefix", "p_")], &mut params).unwrap();
     assert!(params.made.is_empty());
-    let g = Json::parse(&out);
+    let g = parse(&out);
     let names: Vec<String> = nodes(&g).into_iter().map(|n| n.1).collect();
     assert_eq!(names, ["x", "w", "p_g0", "p_r0", "p_g1"]);
     let ops: Vec<String> = nodes(&g).into_iter().map(|n| n.0).collect();
@@ -699,16 +604,16 @@ fn prefix_names_renames_and_marks_operator_nodes() {
     assert_eq!(node_attr(&g, 2, "renamed_by"), Some("prefix_names"));
     assert_eq!(node_attr(&g, 4, "renamed_by"), Some("prefix_names"));
     assert_eq!(node_attr(&g, 0, "renamed_by"), None);
-    assert_eq!(g.get("arg_nodes").ints(), [0, 1]);
-    assert_eq!(g.get("node_row_ptr").ints(), [0, 1, 2, 3, 4, 5]);
-    assert_eq!(g.get("heads").list()[0].ints(), [4, 0, 0]);
+    assert_eq!(g["arg_nodes"].ints(), [0, 1]);
+    assert_eq!(g["node_row_ptr"].ints(), [0, 1, 2, 3, 4, 5]);
+    assert_eq!(g["heads"].list()[0].ints(), [4, 0, 0]);
     // graph attributes survive in both forms
-    assert_eq!(g.get("attrs").get("mxnet_version").list()[0].str(), "int");
-    assert_eq!(g.get("attrs").get("mxnet_version").list()[1].num(), 10901.0);
-    assert_eq!(g.get("attrs").get("note").str(), "plain");
+    assert_eq!(g["attrs"]["mxnet_version"].list()[0].str(), "int");
+    assert_eq!(g["attrs"]["mxnet_version"].list()[1].num(), 10901.0);
+    assert_eq!(g["attrs"]["note"].str(), "plain");
     // the default prefix
     let out = run_pass(lib, "prefix_names", GRAPH, &[], &mut params).unwrap();
-    assert_eq!(nodes(&Json::parse(&out))[3].1, "ext_r0");
+    assert_eq!(nodes(&parse(&out))[3].1, "ext_r0");
 }
 
 #[test]
@@ -723,15 +628,15 @@ fn add_bias_allocates_a_parameter_and_rewires_the_output() {
         ("bias", false, abi::DTYPE_FLOAT32, &[1i64][..])
     );
     assert_eq!(f32::from_bits(data[0] as u32), 1.0);
-    let g = Json::parse(&out);
+    let g = parse(&out);
     let n = nodes(&g);
     assert_eq!(n.len(), 7);
     assert_eq!((n[5].0.as_str(), n[5].1.as_str()), ("null", "bias"));
     assert_eq!((n[6].0.as_str(), n[6].1.as_str()), ("broadcast_add", "bias_add"));
     assert_eq!(n[6].2, [[4, 0], [5, 0]]);
-    assert_eq!(g.get("heads").list()[0].ints(), [6, 0, 0]);
-    assert_eq!(g.get("arg_nodes").ints(), [0, 1, 5]);
-    assert_eq!(g.get("node_row_ptr").ints(), [0, 1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(g["heads"].list()[0].ints(), [6, 0, 0]);
+    assert_eq!(g["arg_nodes"].ints(), [0, 1, 5]);
+    assert_eq!(g["node_row_ptr"].ints(), [0, 1, 2, 3, 4, 5, 6, 7]);
 }
 
 #[test]
@@ -821,10 +726,10 @@ fn a_pass_can_allocate_auxiliary_states_and_set_graph_attributes() {
     );
     let values: Vec<f64> = data.iter().map(|b| f64::from_bits(*b)).collect();
     assert_eq!(values, [0.0, 0.5, 1.0, 1.5, 2.0, 2.5]);
-    let g = Json::parse(&out);
+    let g = parse(&out);
     assert_eq!(nodes(&g)[5].1, "moving_mean");
-    assert_eq!(g.get("arg_nodes").ints(), [0, 1, 5]);
-    assert_eq!(g.get("attrs").get("aux_added").str(), "moving_mean");
+    assert_eq!(g["arg_nodes"].ints(), [0, 1, 5]);
+    assert_eq!(g["attrs"]["aux_added"].str(), "moving_mean");
 }
 
 #[test]
@@ -897,7 +802,7 @@ fn the_example_runs_through_oxnets_host_side_calls() {
     assert_eq!(out.params.len(), 1);
     assert_eq!((out.params[0].name.as_str(), out.params[0].is_aux), ("bias", false));
     assert_eq!(out.params[0].array.to_vec::<f32>().unwrap(), [1.0]);
-    assert_eq!(Json::parse(&out.graph_json).get("heads").list()[0].ints(), [6, 0, 0]);
+    assert_eq!(parse(&out.graph_json)["heads"].list()[0].ints(), [6, 0, 0]);
     let err =
         lib.pass("prefix_names").unwrap().run_with_zeros("{\"nodes\": 3}", &[]).unwrap_err().to_string();
     assert!(err.contains("graph pass `prefix_names`"), "{err}");

@@ -28,6 +28,15 @@ pub fn wrap(py: Python<'_>, a: NDArray) -> PyResult<Bound<'_, PyNDArray>> {
     Bound::new(py, PyNDArray { inner: a })
 }
 
+/// The engine arrays of one NDArray or a sequence of them (`out=`,
+/// `autograd.backward(heads)`, a customop function's result).
+pub fn one_or_many(obj: &Bound<'_, PyAny>) -> PyResult<Vec<NDArray>> {
+    if let Ok(a) = obj.cast::<PyNDArray>() {
+        return Ok(vec![a.get().inner.clone()]);
+    }
+    Ok(obj.extract::<Vec<PyRef<'_, PyNDArray>>>()?.iter().map(|a| a.inner.clone()).collect())
+}
+
 /// A binary operator's operand: an array or a Python number.
 enum Operand {
     Array(NDArray),

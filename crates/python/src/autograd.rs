@@ -1,6 +1,6 @@
 //! `oxnet.autograd`'s engine calls (the context managers live in Python).
 
-use crate::array::{wrap, PyNDArray};
+use crate::array::{one_or_many, wrap, PyNDArray};
 use crate::errors::{IntoPyResult, MXNetError};
 use oxnet_core::autograd::{self, BackwardOptions};
 use oxnet_core::{NDArray, Req};
@@ -18,14 +18,6 @@ pub fn parse_req(name: &str) -> PyResult<Req> {
             "unknown grad_req `{other}` (expected 'write', 'add' or 'null')"
         ))),
     }
-}
-
-/// One array or a list of arrays, as engine handles.
-fn arrays(obj: &Bound<'_, PyAny>) -> PyResult<Vec<NDArray>> {
-    if let Ok(a) = obj.cast::<PyNDArray>() {
-        return Ok(vec![a.get().inner.clone()]);
-    }
-    Ok(obj.extract::<Vec<PyRef<'_, PyNDArray>>>()?.iter().map(|a| a.inner.clone()).collect())
 }
 
 /// Optional head gradients: None, one array, or a list with None entries.
@@ -77,7 +69,7 @@ pub fn backward(
     retain_graph: bool,
     train_mode: bool,
 ) -> PyResult<()> {
-    let heads = arrays(heads)?;
+    let heads = one_or_many(heads)?;
     let grads = self::head_grads(head_grads, heads.len())?;
     let opts = BackwardOptions { retain_graph, create_graph: false, train_mode };
     py.detach(|| {
@@ -101,8 +93,8 @@ pub fn grad<'py>(
     create_graph: bool,
     train_mode: bool,
 ) -> PyResult<Bound<'py, PyList>> {
-    let heads = arrays(heads)?;
-    let vars = arrays(variables)?;
+    let heads = one_or_many(heads)?;
+    let vars = one_or_many(variables)?;
     let grads = self::head_grads(head_grads, heads.len())?;
     let opts =
         BackwardOptions { retain_graph: retain_graph.unwrap_or(create_graph), create_graph, train_mode };
@@ -126,8 +118,8 @@ pub fn mark_variables(
     gradients: &Bound<'_, PyAny>,
     grad_reqs: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
-    let vars = arrays(variables)?;
-    let grads = arrays(gradients)?;
+    let vars = one_or_many(variables)?;
+    let grads = one_or_many(gradients)?;
     let reqs: Vec<Req> = match grad_reqs {
         None => vec![Req::Write; vars.len()],
         Some(r) => match r.extract::<String>() {

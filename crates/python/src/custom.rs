@@ -10,7 +10,7 @@
 //! `oxnet.customop` functions become [`FunctionOp`]s through
 //! [`register_function`].
 
-use crate::array::{wrap, PyNDArray};
+use crate::array::{one_or_many, wrap, PyNDArray};
 use crate::dtype;
 use oxnet_core::custom::{self, CustomOp, CustomOpProp, Dependency, FunctionOp};
 use oxnet_core::{DType, Device, Error, NDArray, Req, Result, Shape};
@@ -271,13 +271,6 @@ pub fn registered_props() -> Vec<String> {
     custom::registered_names()
 }
 
-fn to_arrays(obj: &Bound<'_, PyAny>) -> PyResult<Vec<NDArray>> {
-    if let Ok(a) = obj.cast::<PyNDArray>() {
-        return Ok(vec![a.get().inner.clone()]);
-    }
-    Ok(obj.extract::<Vec<PyRef<'_, PyNDArray>>>()?.iter().map(|a| a.inner.clone()).collect())
-}
-
 /// Registers a function-style operator (`oxnet.customop`): `forward(inputs)`
 /// returns the output arrays; `grads[i]`, when not None, is
 /// `grad(outputs, inputs, out_grads)` returning argument i's gradient.
@@ -294,7 +287,7 @@ pub fn register_function(
     let mut op = FunctionOp::new(name, &args, move |inputs| {
         Python::attach(|py| {
             let out = forward.bind(py).call1((array_list(py, inputs)?,))?;
-            to_arrays(&out)
+            one_or_many(&out)
         })
         .map_err(py_err)
     })

@@ -166,11 +166,7 @@ pub fn invoke<'py>(
             wrap_outputs(py, outputs)
         }
         Some(out_obj) => {
-            let targets: Vec<NDArray> = if let Ok(a) = out_obj.cast::<PyNDArray>() {
-                vec![a.get().inner.clone()]
-            } else {
-                out_obj.extract::<Vec<PyRef<'py, PyNDArray>>>()?.iter().map(|a| a.inner.clone()).collect()
-            };
+            let targets = crate::array::one_or_many(&out_obj)?;
             let req = vec![Req::Write; targets.len()];
             py.detach(|| {
                 let refs: Vec<&NDArray> = inputs.iter().collect();
