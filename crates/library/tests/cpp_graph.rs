@@ -4,8 +4,9 @@
 //! `examples/extensions/cpp/subgraph/subgraph_lib.cc` and a fixture library
 //! (below) are compiled with g++, opened with libloading, and their
 //! partitioner and pass descriptors called with hand-written NNVM graphs.
-//! When MXNet's own header is available (`.venv-mxnet` or `MXNET_INCLUDE`),
-//! the example is also checked against it.
+//! When MXNet's own header is available (`common::mxnet_sdk`: `target/mxnet-sdk`,
+//! `.venv-mxnet`, `MXNET_SDK` or `MXNET_INCLUDE`), the example is also checked
+//! against it.
 
 mod common;
 
@@ -749,25 +750,10 @@ fn bad_registrations_refuse_the_load() {
     }
 }
 
-fn mxnet_include() -> Option<PathBuf> {
-    if let Ok(dir) = std::env::var("MXNET_INCLUDE") {
-        return Some(PathBuf::from(dir));
-    }
-    for entry in std::fs::read_dir(common::repo_root().join(".venv-mxnet/lib")).ok()? {
-        let dir = entry.ok()?.path().join("site-packages/mxnet/include/mxnet");
-        if dir.join("lib_api.h").is_file() {
-            return Some(dir);
-        }
-    }
-    None
-}
-
 #[test]
 fn the_example_is_also_valid_against_mxnets_header() {
-    let Some(dir) = mxnet_include() else {
-        println!(
-            "skipped: MXNet's lib_api.h not found (install mxnet==1.9.1 into .venv-mxnet, or set MXNET_INCLUDE)"
-        );
+    let Some(dir) = common::mxnet_header_dir() else {
+        common::skip_without_mxnet("the_example_is_also_valid_against_mxnets_header");
         return;
     };
     let out = Command::new("g++")

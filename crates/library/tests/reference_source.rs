@@ -1,10 +1,11 @@
 //! A library source written for MXNet 1.9's library API
 //! (`examples/extensions/cpp/reference_style/gemm_lib.cc`, which includes
 //! "lib_api.h") builds against oxnet's header with no change but the include
-//! path, loads, and computes what the built-in `dot` computes. When the
-//! `mxnet` 1.9.1 wheel is installed (in `.venv-mxnet`, or where
-//! `MXNET_INCLUDE` points), the same source is also checked against MXNet's
-//! own header.
+//! path, loads, and computes what the built-in `dot` computes. When
+//! MXNet 1.9.1's header is found (`common::mxnet_sdk`: `target/mxnet-sdk`
+//! from `scripts/fetch_mxnet_sdk.py`, `.venv-mxnet`, `MXNET_SDK` or
+//! `MXNET_INCLUDE`), the same source is also checked against MXNet's own
+//! header.
 
 mod common;
 
@@ -85,28 +86,10 @@ fn reference_source_passes_the_op_checker_and_reports_its_errors() {
     assert!(err.contains("must be float32"), "{err}");
 }
 
-/// MXNet's header, if the wheel is installed here.
-fn mxnet_include() -> Option<PathBuf> {
-    if let Ok(dir) = std::env::var("MXNET_INCLUDE") {
-        return Some(PathBuf::from(dir));
-    }
-    let lib = common::repo_root().join(".venv-mxnet/lib");
-    for entry in std::fs::read_dir(lib).ok()? {
-        let dir = entry.ok()?.path().join("site-packages/mxnet/include/mxnet");
-        if dir.join("lib_api.h").is_file() {
-            return Some(dir);
-        }
-    }
-    None
-}
-
 #[test]
 fn the_same_source_is_an_mxnet_library_source() {
-    let Some(include) = mxnet_include() else {
-        eprintln!(
-            "skipped: MXNet's lib_api.h not found (install mxnet==1.9.1 into .venv-mxnet, \
-             e.g. with bash bench/python_ops.sh, or set MXNET_INCLUDE)"
-        );
+    let Some(include) = common::mxnet_header_dir() else {
+        common::skip_without_mxnet("the_same_source_is_an_mxnet_library_source");
         return;
     };
     let out = Command::new("g++")

@@ -130,3 +130,71 @@ fn cached(done: &Mutex<Vec<(String, PathBuf)>>, key: &str, build: impl FnOnce() 
     d.push((key.to_string(), p.clone()));
     p
 }
+
+/// MXNet 1.9.1's extension-library SDK: the two files a library written for
+/// MXNet compiles with (they come only with MXNet's wheel).
+#[derive(Debug, Clone)]
+pub struct MxnetSdk {
+    /// The folder holding `mxnet/lib_api.h` (what `-I` needs for `#include "mxnet/lib_api.h"`).
+    pub include: PathBuf,
+    /// MXNet's `lib_api.cc`, which every such library compiles in.
+    pub lib_api_cc: PathBuf,
+}
+
+impl MxnetSdk {
+    /// The folder holding `lib_api.h` itself (for sources that `#include "lib_api.h"`).
+    pub fn header_dir(&self) -> PathBuf {
+        self.include.join("mxnet")
+    }
+}
+
+/// The reason printed by every test that needs MXNet's SDK and does not find it.
+pub const MXNET_SKIP_REASON: &str = "skipped: MXNet 1.9.1's lib_api.h/lib_api.cc not found (run python3 \
+     scripts/fetch_mxnet_sdk.py, or set MXNET_SDK)";
+
+/// Finds MXNet's SDK, in order: the folder `$MXNET_SDK` (laid out like
+/// `target/mxnet-sdk`: `include/mxnet/lib_api.h`, `src/lib_api.cc`); the
+/// folder `$MXNET_INCLUDE` holding `lib_api.h` (the older variable, pointing
+/// into an installed wheel: `lib_api.cc` is then `../../src/lib_api.cc`);
+/// `target/mxnet-sdk` (made by `scripts/fetch_mxnet_sdk.py`); the wheel
+/// installed in `.venv-mxnet`.
+pub fn mxnet_sdk() -> Option<MxnetSdk> {
+    let in_layout = |root: PathBuf| {
+        let sdk = MxnetSdk { include: root.join("include"), lib_api_cc: root.join("src/lib_api.cc") };
+        (sdk.header_dir().join("lib_api.h").is_file() && sdk.lib_api_cc.is_file()).then_some(sdk)
+    };
+    if let Some(dir) = std::env::var_os("MXNET_SDK") {
+        return in_layout(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::var_os("MXNET_INCLUDE") {
+        // <wheel>/mxnet/include/mxnet: the package folder is two levels up
+        let dir = PathBuf::from(dir);
+        return dir.parent().and_then(|include| in_layout(include.parent()?.to_path_buf()));
+    }
+    if let Some(sdk) = in_layout(repo_root().join("target/mxnet-sdk")) {
+        return Some(sdk);
+    }
+    let mut venvs: Vec<PathBuf> = std::fs::read_dir(repo_root().join(".venv-mxnet/lib"))
+        .ok()?
+        .filter_map(|e| Some(e.ok()?.path().join("site-packages/mxnet")))
+        .collect();
+    venvs.sort();
+    venvs.into_iter().find_map(in_layout)
+}
+
+/// The folder holding MXNet's `lib_api.h`, for checks that need the header
+/// only: `$MXNET_INCLUDE` as given (unless `$MXNET_SDK` is set), else the
+/// SDK's.
+pub fn mxnet_header_dir() -> Option<PathBuf> {
+    if std::env::var_os("MXNET_SDK").is_none() {
+        if let Some(dir) = std::env::var_os("MXNET_INCLUDE") {
+            return Some(PathBuf::from(dir));
+        }
+    }
+    mxnet_sdk().map(|sdk| sdk.header_dir())
+}
+
+/// Prints why `test` does not run (once per call; `cargo test -- --nocapture` shows it).
+pub fn skip_without_mxnet(test: &str) {
+    println!("{test}: {MXNET_SKIP_REASON}");
+}
