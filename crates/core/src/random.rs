@@ -3,6 +3,7 @@
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
 use rand_pcg::Pcg64Mcg;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// The generator type behind every random draw in oxnet.
@@ -13,9 +14,21 @@ static GLOBAL: Mutex<Option<Generator>> = Mutex::new(None);
 /// The seed used when none was set.
 pub const DEFAULT_SEED: u64 = 0x0_5eed;
 
+/// How many times [`seed`] has been called.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
 /// Reseeds the global generator (MXNet's `mx.random.seed`).
 pub fn seed(seed: u64) {
-    *GLOBAL.lock().unwrap_or_else(|e| e.into_inner()) = Some(Generator::seed_from_u64(seed));
+    let mut guard = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
+    *guard = Some(Generator::seed_from_u64(seed));
+    GENERATION.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Counts the calls of [`seed`]: generators kept outside the global one
+/// (per-library random states) compare it with the value they were seeded
+/// at and reseed themselves when it changed.
+pub fn generation() -> u64 {
+    GENERATION.load(Ordering::SeqCst)
 }
 
 /// Runs `f` with exclusive access to the global generator.

@@ -12,6 +12,7 @@
 use crate::convert::{dtype_code, dtype_of_code, CAttrs};
 use crate::graph_json;
 use crate::host::{c_str, checked};
+use crate::loader::LibraryCode;
 use crate::selector::{grow, SelectorGuard};
 use oxnet_abi as abi;
 use oxnet_core::{DType, Device, Error, NDArray, Result};
@@ -32,7 +33,7 @@ struct StrategyInner {
     subgraph_op: String,
     user_data: *mut c_void,
     desc: abi::Strategy,
-    _lib: Arc<libloading::Library>,
+    _code: Arc<LibraryCode>,
 }
 
 // SAFETY: the descriptor and user data belong to the library's immutable
@@ -92,7 +93,7 @@ impl PartitionStrategy {
         partitioner: &str,
         user_data: *mut c_void,
         desc: abi::Strategy,
-        lib: Arc<libloading::Library>,
+        lib: Arc<LibraryCode>,
     ) -> PartitionStrategy {
         // SAFETY: NULL or NUL-terminated strings of the library's table.
         let (name, subgraph_op) = unsafe { (c_str(desc.name), c_str(desc.subgraph_op_name)) };
@@ -104,7 +105,7 @@ impl PartitionStrategy {
                 subgraph_op,
                 user_data,
                 desc,
-                _lib: lib,
+                _code: lib,
             }),
         }
     }
@@ -249,7 +250,7 @@ struct PassInner {
     name: String,
     user_data: *mut c_void,
     run: abi::GraphPassFn,
-    _lib: Arc<libloading::Library>,
+    _code: Arc<LibraryCode>,
 }
 
 // SAFETY: as for `StrategyInner`.
@@ -388,7 +389,7 @@ unsafe extern "C" fn alloc_param_cb(
 }
 
 impl GraphPass {
-    pub(crate) fn new(library: &str, desc: &abi::Pass, lib: Arc<libloading::Library>) -> Option<GraphPass> {
+    pub(crate) fn new(library: &str, desc: &abi::Pass, lib: Arc<LibraryCode>) -> Option<GraphPass> {
         Some(GraphPass {
             inner: Arc::new(PassInner {
                 library: library.to_string(),
@@ -396,7 +397,7 @@ impl GraphPass {
                 name: unsafe { c_str(desc.name) },
                 user_data: desc.user_data,
                 run: desc.run?,
-                _lib: lib,
+                _code: lib,
             }),
         })
     }

@@ -28,6 +28,7 @@ mod graph_json;
 mod host;
 mod infer_cache;
 mod loader;
+mod mxnet;
 mod opdef;
 mod selector;
 

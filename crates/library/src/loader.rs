@@ -2,10 +2,12 @@
 
 use crate::graph_ext::{GraphPass, PartitionStrategy};
 use crate::host::{c_str, checked, host_table, host_version};
+use crate::mxnet;
 use crate::opdef::{op_def, LoadedOp};
 use oxnet_abi as abi;
 use oxnet_core::{registry, Error, Result};
 use std::collections::{HashMap, HashSet};
+use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -34,7 +36,7 @@ struct Loaded {
     subgraph_ops: Vec<String>,
     strategies: Vec<PartitionStrategy>,
     pass_handles: Vec<GraphPass>,
-    _lib: Arc<libloading::Library>,
+    _code: Arc<LibraryCode>,
 }
 
 /// A loaded extension library. Libraries stay loaded for the process.
@@ -202,24 +204,63 @@ pub fn load_with(path: impl AsRef<Path>, options: &LoadOptions) -> Result<Librar
     Ok(lib)
 }
 
+/// The code of a loaded library and what the host built to call into it,
+/// kept alive by every operator, strategy and pass that calls it.
+pub(crate) struct LibraryCode {
+    /// For MXNet-style libraries: the objects their ABI descriptors point to
+    /// (declared first: dropped before the code they call).
+    _adapter: Option<Box<dyn std::any::Any + Send + Sync>>,
+    _lib: libloading::Library,
+}
+
+/// A library's registrations in ABI form, whichever kind of library it is.
+struct Tables<'a> {
+    ops: &'a [abi::Op],
+    partitioners: &'a [abi::Partitioner],
+    /// The user data of each strategy's callbacks, per partitioner (`None`:
+    /// the partitioner's own `user_data`).
+    strategy_data: Option<&'a [Vec<*mut c_void>]>,
+    passes: &'a [abi::Pass],
+}
+
 fn open(path: &Path) -> Result<Library> {
     // SAFETY: loading a library runs its initialisers; loading arbitrary code
     // is what the caller asked for.
     let lib = unsafe { libloading::Library::new(path) }
         .map_err(|e| fail(path, format!("not a loadable shared library ({e})")))?;
-    let entry: abi::EntryFn = unsafe {
-        *lib.get::<abi::EntryFn>(abi::ENTRY_NAME.as_bytes()).map_err(|_| {
-            fail(
-                path,
-                format!(
-                    "it exports no `{}`: it is not an oxnet extension library (build it against \
-                     oxnet_ext.h, lib_api.h or the oxnet-sdk crate)",
-                    abi::ENTRY_NAME
-                ),
-            )
-        })?
+    // SAFETY: the entry point is declared with this signature by the ABI.
+    let entry = unsafe { lib.get::<abi::EntryFn>(abi::ENTRY_NAME.as_bytes()).ok().map(|e| *e) };
+    match entry {
+        Some(entry) => open_oxnet(path, lib, entry),
+        None if mxnet::is_mxnet_library(&lib) => open_mxnet(path, lib),
+        None => Err(fail(
+            path,
+            format!(
+                "it exports neither `{}` nor MXNet's `_opVersion`: it is not an extension library (build \
+                 it against oxnet_ext.h, lib_api.h or the oxnet-sdk crate, or against MXNet's lib_api.h)",
+                abi::ENTRY_NAME
+            ),
+        )),
+    }
+}
+
+/// A library built for MXNet (1.7 to 1.9): adapted to oxnet's ABI.
+fn open_mxnet(path: &Path, lib: libloading::Library) -> Result<Library> {
+    let adapted = mxnet::adapt(&lib).map_err(|e| fail(path, e))?;
+    let tables = Tables {
+        ops: &adapted.ops,
+        partitioners: &adapted.partitioners,
+        strategy_data: Some(&adapted.strategy_data),
+        passes: &adapted.passes,
     };
-    let lib = Arc::new(lib);
+    // The descriptors point into `owned`, which moves into the code handle
+    // as a box: the addresses stay.
+    let code = Arc::new(LibraryCode { _adapter: Some(adapted.owned), _lib: lib });
+    register(path, &tables, &code)
+}
+
+/// A library built against oxnet's ABI.
+fn open_oxnet(path: &Path, lib: libloading::Library, entry: abi::EntryFn) -> Result<Library> {
     // SAFETY: the entry point is declared with this signature by the ABI.
     let table = unsafe { entry(host_table()) };
     if table.is_null() {
@@ -271,9 +312,22 @@ fn open(path: &Path) -> Result<Library> {
             )
         })?;
     }
-    let ops = read_ops(path, &table, &lib)?;
-    let (partitioners, strategies) = read_partitioners(path, &table, &lib)?;
-    let pass_handles = read_passes(path, &table, &lib)?;
+    let tables = Tables {
+        ops: slice(table.ops, table.num_ops, "operators", path)?,
+        partitioners: slice(table.partitioners, table.num_partitioners, "partitioners", path)?,
+        strategy_data: None,
+        passes: slice(table.passes, table.num_passes, "graph passes", path)?,
+    };
+    let code = Arc::new(LibraryCode { _adapter: None, _lib: lib });
+    register(path, &tables, &code)
+}
+
+/// Checks every registration, then registers the operators; nothing is
+/// registered if one is bad.
+fn register(path: &Path, tables: &Tables, code: &Arc<LibraryCode>) -> Result<Library> {
+    let ops = read_ops(path, tables.ops, code)?;
+    let (partitioners, strategies) = read_partitioners(path, tables, code)?;
+    let pass_handles = read_passes(path, tables.passes, code)?;
     let passes = pass_handles.iter().map(|p| p.name().to_string()).collect();
     let op_names: Vec<String> = ops.iter().map(|o| o.name.clone()).collect();
     let subgraph_ops = ops.iter().filter(|o| o.desc.is_subgraph_op != 0).map(|o| o.name.clone()).collect();
@@ -289,7 +343,7 @@ fn open(path: &Path) -> Result<Library> {
             subgraph_ops,
             strategies,
             pass_handles,
-            _lib: lib,
+            _code: code.clone(),
         }),
     })
 }
@@ -303,10 +357,10 @@ fn slice<'a, T>(ptr: *const T, n: i32, what: &str, path: &Path) -> Result<&'a [T
 }
 
 /// Checks every operator descriptor; nothing is registered if one is bad.
-fn read_ops(path: &Path, table: &abi::Library, lib: &Arc<libloading::Library>) -> Result<Vec<Arc<LoadedOp>>> {
+fn read_ops(path: &Path, descs: &[abi::Op], code: &Arc<LibraryCode>) -> Result<Vec<Arc<LoadedOp>>> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
-    for (i, d) in slice(table.ops, table.num_ops, "operators", path)?.iter().enumerate() {
+    for (i, d) in descs.iter().enumerate() {
         if d.struct_size != std::mem::size_of::<abi::Op>() as u32 {
             return Err(fail(path, format!("operator {i} has struct_size {}", d.struct_size)));
         }
@@ -341,7 +395,7 @@ fn read_ops(path: &Path, table: &abi::Library, lib: &Arc<libloading::Library>) -
             name,
             library: path.display().to_string(),
             desc: *d,
-            _lib: lib.clone(),
+            _code: code.clone(),
         }));
     }
     Ok(out)
@@ -350,14 +404,13 @@ fn read_ops(path: &Path, table: &abi::Library, lib: &Arc<libloading::Library>) -
 /// Checks every partitioner and its strategies and makes their handles.
 fn read_partitioners(
     path: &Path,
-    table: &abi::Library,
-    lib: &Arc<libloading::Library>,
+    tables: &Tables,
+    code: &Arc<LibraryCode>,
 ) -> Result<(Vec<GraphExtension>, Vec<PartitionStrategy>)> {
     let library = path.display().to_string();
     let mut out = Vec::new();
     let mut handles = Vec::new();
-    for (i, p) in slice(table.partitioners, table.num_partitioners, "partitioners", path)?.iter().enumerate()
-    {
+    for (i, p) in tables.partitioners.iter().enumerate() {
         if p.struct_size != std::mem::size_of::<abi::Partitioner>() as u32 {
             return Err(fail(path, format!("partitioner {i} has struct_size {}", p.struct_size)));
         }
@@ -366,7 +419,7 @@ fn read_partitioners(
             return Err(fail(path, format!("partitioner {i} has no name or the name `{name}` twice")));
         }
         let mut strategies = Vec::new();
-        for s in slice(p.strategies, p.num_strategies, "strategies", path)? {
+        for (j, s) in slice(p.strategies, p.num_strategies, "strategies", path)?.iter().enumerate() {
             let (sname, op) = unsafe { (c_str(s.name), c_str(s.subgraph_op_name)) };
             if s.supported_ops.is_none() && s.create_selector.is_none() {
                 return Err(fail(path, format!("partitioner `{name}` strategy `{sname}` selects no nodes")));
@@ -377,7 +430,11 @@ fn read_partitioners(
                     format!("partitioner `{name}` has a strategy without a name or two named `{sname}`"),
                 ));
             }
-            handles.push(PartitionStrategy::new(&library, &name, p.user_data, *s, lib.clone()));
+            let user_data = match tables.strategy_data {
+                Some(data) => data[i][j],
+                None => p.user_data,
+            };
+            handles.push(PartitionStrategy::new(&library, &name, user_data, *s, code.clone()));
             strategies.push((sname, op));
         }
         out.push(GraphExtension { name, strategies });
@@ -386,15 +443,15 @@ fn read_partitioners(
 }
 
 /// Checks every graph pass and makes their handles.
-fn read_passes(path: &Path, table: &abi::Library, lib: &Arc<libloading::Library>) -> Result<Vec<GraphPass>> {
+fn read_passes(path: &Path, descs: &[abi::Pass], code: &Arc<LibraryCode>) -> Result<Vec<GraphPass>> {
     let library = path.display().to_string();
     let mut out: Vec<GraphPass> = Vec::new();
-    for (i, p) in slice(table.passes, table.num_passes, "graph passes", path)?.iter().enumerate() {
+    for (i, p) in descs.iter().enumerate() {
         if p.struct_size != std::mem::size_of::<abi::Pass>() as u32 {
             return Err(fail(path, format!("graph pass {i} has struct_size {}", p.struct_size)));
         }
         let name = unsafe { c_str(p.name) };
-        let pass = GraphPass::new(&library, p, lib.clone())
+        let pass = GraphPass::new(&library, p, code.clone())
             .ok_or_else(|| fail(path, format!("graph pass `{name}` has no function")))?;
         if name.is_empty() || out.iter().any(|q| q.name() == name) {
             return Err(fail(path, format!("graph pass {i} has no name or the name `{name}` twice")));

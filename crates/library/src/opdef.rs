@@ -5,6 +5,7 @@ use crate::call::CallScope;
 use crate::convert::{dtype_code, dtype_of_code, shape_from_abi, shape_to_abi, CAttrs, Tensors};
 use crate::host::checked;
 use crate::infer_cache;
+use crate::loader::LibraryCode;
 use oxnet_abi as abi;
 use oxnet_core::op::{BackwardArgs, BackwardDeps, OpContext, OpState};
 use oxnet_core::{Attrs, DType, Device, Error, NDArray, OpDef, Result, Shape};
@@ -24,7 +25,7 @@ pub(crate) struct LoadedOp {
     /// The descriptor (copied from the library's table).
     pub desc: abi::Op,
     /// Keeps the code the descriptor points to loaded.
-    pub _lib: Arc<libloading::Library>,
+    pub _code: Arc<LibraryCode>,
 }
 
 // SAFETY: the descriptor's pointers are the library's immutable table and

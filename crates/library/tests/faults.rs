@@ -23,7 +23,11 @@ fn wrong_abi_version_is_refused_naming_both_versions() {
 fn missing_entry_point_is_refused() {
     let path = common::build_fault("FAULT_NO_ENTRY", "fault_no_entry");
     let err = load_err(&path);
-    assert!(err.contains("exports no `oxnet_ext_entry`") && err.contains("fault_no_entry"), "{err}");
+    assert!(
+        err.contains("exports neither `oxnet_ext_entry` nor MXNet's `_opVersion`")
+            && err.contains("fault_no_entry"),
+        "{err}"
+    );
     assert!(!registry::contains("fault_no_entry"));
 }
 
