@@ -607,8 +607,11 @@ fn parse(text: &str) -> Json {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
-/// (op, name, attribute mx_tag) of every node, and the name of each node's inputs.
-fn describe(g: &Json) -> Vec<(String, String, Option<String>, Vec<String>)> {
+/// Per node, by name (MXNet's writer orders nodes by its own topological
+/// sort): (op, attribute mx_tag, the names of its inputs).
+type Described = std::collections::BTreeMap<String, (String, Option<String>, Vec<String>)>;
+
+fn describe(g: &Json) -> Described {
     let nodes = g["nodes"].as_array().expect("nodes");
     let name = |i: u64| nodes[i as usize]["name"].as_str().unwrap().to_string();
     nodes
@@ -617,7 +620,7 @@ fn describe(g: &Json) -> Vec<(String, String, Option<String>, Vec<String>)> {
             let tag = n.get("attrs").and_then(|a| a.get("mx_tag")).and_then(|t| t.as_str()).map(String::from);
             let inputs =
                 n["inputs"].as_array().unwrap().iter().map(|e| name(e[0].as_u64().unwrap())).collect();
-            (n["op"].as_str().unwrap().to_string(), n["name"].as_str().unwrap().to_string(), tag, inputs)
+            (n["name"].as_str().unwrap().to_string(), (n["op"].as_str().unwrap().to_string(), tag, inputs))
         })
         .collect()
 }
@@ -631,25 +634,26 @@ fn the_graph_pass_rewrites_the_graph_through_the_host() {
     assert!(out.params.is_empty());
     let g = parse(&out.graph_json);
     let s = |x: &str| x.to_string();
-    let seen = Some(s("seen"));
-    assert_eq!(
-        describe(&g),
-        [
-            (s("null"), s("x"), None, vec![]),
-            (s("null"), s("w"), None, vec![]),
-            (s("mx_gemm"), s("g0"), seen.clone(), vec![s("x"), s("w")]),
-            (s("mx_relu"), s("r0"), seen.clone(), vec![s("g0")]),
-            (s("mx_gemm"), s("g1"), seen.clone(), vec![s("r0"), s("w")]),
-            (s("tanh"), s("t0"), seen, vec![s("g1")]),
-        ]
-    );
-    let t0 = &g["nodes"][5];
-    assert_eq!(t0["attrs"]["note"].as_str(), Some("kept"), "{t0}");
-    assert_eq!(g["heads"][0][0].as_u64(), Some(5));
+    let seen = || Some(s("seen"));
+    let want: Described = [
+        (s("x"), (s("null"), None, vec![])),
+        (s("w"), (s("null"), None, vec![])),
+        (s("g0"), (s("mx_gemm"), seen(), vec![s("x"), s("w")])),
+        (s("r0"), (s("mx_relu"), seen(), vec![s("g0")])),
+        (s("g1"), (s("mx_gemm"), seen(), vec![s("r0"), s("w")])),
+        (s("t0"), (s("tanh"), seen(), vec![s("g1")])),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(describe(&g), want);
+    let nodes = g["nodes"].as_array().unwrap();
+    let t0 = nodes.iter().position(|n| n["name"] == "t0").unwrap();
+    assert_eq!(nodes[t0]["attrs"]["note"].as_str(), Some("kept"), "{}", nodes[t0]);
+    assert_eq!(g["heads"][0][0].as_u64(), Some(t0 as u64), "the head is still t0");
     // options reach the pass; without from/to nothing is renamed
     let out = pass.run_with_zeros(GRAPH, &[("tag", "second")]).unwrap();
     let d = describe(&parse(&out.graph_json));
-    assert_eq!((d[3].0.as_str(), d[3].2.as_deref()), ("relu", Some("second")));
+    assert_eq!((d["r0"].0.as_str(), d["r0"].1.as_deref()), ("relu", Some("second")));
     // a failing pass reports its message
     let err = pass.run_with_zeros(GRAPH, &[("fail", "1")]).unwrap_err().to_string();
     assert!(err.contains("mx_tag_pass") && err.contains("mx_tag_pass: asked to fail"), "{err}");
@@ -694,7 +698,8 @@ fn refused(define: &str, name: &str) -> String {
 #[test]
 fn a_library_of_another_mxnet_abi_version_is_refused() {
     let err = refused("MX_FAULT_VERSION", "mx_fault_version");
-    assert!(err.contains("version 10") && err.contains("11"), "{err}");
+    // the version found, and the one supported
+    assert!(err.to_lowercase().contains("version 10") && err.contains("11"), "{err}");
 }
 
 #[test]

@@ -280,6 +280,11 @@ static MXReturnValue float32_only(const Attrs&, std::vector<int>* in, std::vecto
   return MX_SUCCESS;
 }
 
+static MXReturnValue same_type(const Attrs&, std::vector<int>* in, std::vector<int>* out) {
+  (*out)[0] = (*in)[0];
+  return MX_SUCCESS;
+}
+
 /* mx_noise: out = x + u, u ~ U[0, 1) from MXNet's per-device CPU generators */
 static MXReturnValue noise_forward(const Attrs&, std::vector<MXTensor>* in, std::vector<MXTensor>* out,
                                    const OpResource& res) {
@@ -309,7 +314,11 @@ static MXReturnValue throw_forward(const Attrs&, std::vector<MXTensor>*, std::ve
   throw std::runtime_error("mx_throw: boom");
 }
 
-REGISTER_OP(mx_throw).setParseAttrs(one_to_one).setInferShape(same_shape).setForward(throw_forward, "cpu");
+REGISTER_OP(mx_throw)
+    .setParseAttrs(one_to_one)
+    .setInferType(same_type)
+    .setInferShape(same_shape)
+    .setForward(throw_forward, "cpu");
 
 /* mx_fail: fails in the callback named by `stage` (parse_attrs, infer_shape,
  * infer_type, forward or backward; default forward), logging a message unless
