@@ -16,19 +16,29 @@ pub const DEFAULT_SEED: u64 = 0x0_5eed;
 
 /// How many times [`seed`] has been called.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
+/// The seed last given to [`seed`] (or [`DEFAULT_SEED`]).
+static LAST_SEED: AtomicU64 = AtomicU64::new(DEFAULT_SEED);
 
 /// Reseeds the global generator (MXNet's `mx.random.seed`).
 pub fn seed(seed: u64) {
     let mut guard = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
     *guard = Some(Generator::seed_from_u64(seed));
+    LAST_SEED.store(seed, Ordering::SeqCst);
     GENERATION.fetch_add(1, Ordering::SeqCst);
 }
 
 /// Counts the calls of [`seed`]: generators kept outside the global one
 /// (per-library random states) compare it with the value they were seeded
-/// at and reseed themselves when it changed.
+/// at and reseed themselves from [`last_seed`] when it changed.
 pub fn generation() -> u64 {
     GENERATION.load(Ordering::SeqCst)
+}
+
+/// The seed last given to [`seed`] ([`DEFAULT_SEED`] before any): what
+/// generators kept outside the global one derive their own seeds from, so
+/// that seeding alone fixes what they draw.
+pub fn last_seed() -> u64 {
+    LAST_SEED.load(Ordering::SeqCst)
 }
 
 /// Runs `f` with exclusive access to the global generator.

@@ -381,6 +381,12 @@ fn cpu_random_states_follow_oxnets_seed() {
     let d = draw();
     oxnet_core::random::seed(8);
     let e = draw();
+    // As in MXNet, seeding alone fixes the states: other random draws in
+    // between do not move them.
+    oxnet_core::random::seed(7);
+    oxnet_core::random::with_rng(|r| rand::Rng::random::<u64>(r));
+    let f = draw();
+    assert_eq!(a, f, "draws from the global generator leave the states' seeds alone");
     assert_eq!(a, c, "reseeding oxnet repeats the draws");
     assert_eq!(b, d, "... and the draws after them");
     assert_ne!(a, b, "the states advance between calls");

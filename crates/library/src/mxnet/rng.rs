@@ -11,14 +11,16 @@
 //! that built oxnet; where it differs, the states are not handed out and a
 //! kernel that asks for them gets NULL.
 //!
-//! The engines are seeded from oxnet's global generator, and seeded again
-//! when `oxnet.random.seed` is called: after reseeding, the same calls draw
-//! the same numbers. Engine `i` is seeded with `base + i`, `base` drawn from
-//! the global generator. Each call borrows a whole set of engines, so calls on
-//! several threads never share one; a set is created when all are in use.
+//! The engines' seeds derive from oxnet's seed (`oxnet.random.seed`), and
+//! are set again whenever it is: seeding alone fixes what the engines draw,
+//! whatever else draws from the global generator in between. Each call
+//! borrows a whole set of engines, so calls on several threads never share
+//! one; a set is created when all are in use, and set `k` (numbered in
+//! creation order) seeds engine `i` with `base(seed, k) + i`. A program that
+//! calls from one thread always gets set 0.
 
-use rand::Rng;
 use std::ffi::{c_ulong, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// `MX_NUM_CPU_RANDOM_STATES` in MXNet's header.
@@ -81,23 +83,38 @@ impl Engine {
     }
 }
 
-/// A set of [`NUM_STATES`] engines and the seeding generation it follows.
+/// A set of [`NUM_STATES`] engines, its number and the seeding generation
+/// it follows.
 struct States {
     engines: Vec<Engine>,
+    index: u64,
     generation: Option<u64>,
+}
+
+/// How many sets were created.
+static CREATED: AtomicU64 = AtomicU64::new(0);
+
+/// The first engine seed of set `index` under oxnet seed `seed` (SplitMix64's
+/// finaliser, so that neighbouring seeds give unrelated bases).
+fn base(seed: u64, index: u64) -> u32 {
+    let mut z = seed.wrapping_add(index.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) as u32
 }
 
 impl States {
     fn new() -> States {
         let blank = Engine { words: [0; WORDS], position: WORDS };
-        States { engines: vec![blank; NUM_STATES], generation: None }
+        let index = CREATED.fetch_add(1, Ordering::SeqCst);
+        States { engines: vec![blank; NUM_STATES], index, generation: None }
     }
 
-    /// Seeds every engine again if `oxnet.random.seed` was called since.
+    /// Seeds every engine from oxnet's seed, unless already seeded for it.
     fn follow_global_seed(&mut self) {
         let now = oxnet_core::random::generation();
         if self.generation != Some(now) {
-            let base: u32 = oxnet_core::random::with_rng(|r| r.random());
+            let base = base(oxnet_core::random::last_seed(), self.index);
             for (i, e) in self.engines.iter_mut().enumerate() {
                 e.seed(base.wrapping_add(i as u32));
             }
@@ -182,6 +199,14 @@ mod tests {
     }
 
     #[test]
+    fn sets_and_seeds_get_distinct_bases() {
+        let bases: std::collections::HashSet<u32> =
+            (0..4).flat_map(|seed| (0..4).map(move |set| base(seed, set))).collect();
+        assert_eq!(bases.len(), 16);
+        assert_eq!(base(7, 0), base(7, 0));
+    }
+
+    #[test]
     fn reseeding_the_global_generator_reseeds_the_engines() {
         let draw = |b: &mut Borrowed| {
             let p = b.as_ptr() as *mut Engine;
@@ -199,6 +224,8 @@ mod tests {
         b.states.as_mut().unwrap().follow_global_seed();
         let first = draw(&mut b);
         oxnet_core::random::seed(3);
+        // Draws from the global generator do not move the engines' seeds.
+        oxnet_core::random::with_rng(|r| rand::Rng::random::<u64>(r));
         b.states.as_mut().unwrap().follow_global_seed();
         assert_eq!(draw(&mut b), first);
         oxnet_core::random::seed(4);
