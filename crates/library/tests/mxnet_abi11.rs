@@ -384,7 +384,7 @@ fn cpu_random_states_follow_oxnets_seed() {
     // As in MXNet, seeding alone fixes the states: other random draws in
     // between do not move them.
     oxnet_core::random::seed(7);
-    oxnet_core::random::with_rng(|r| rand::Rng::random::<u64>(r));
+    oxnet_core::random::with_rng(rand::Rng::random::<u64>);
     let f = draw();
     assert_eq!(a, f, "draws from the global generator leave the states' seeds alone");
     assert_eq!(a, c, "reseeding oxnet repeats the draws");

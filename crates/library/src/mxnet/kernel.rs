@@ -9,6 +9,7 @@
 use super::rng;
 use super::symbols::{SparseMalloc, XpuMalloc};
 use oxnet_abi as abi;
+use smallvec::SmallVec;
 use std::ffi::{c_char, c_int, c_void};
 
 /// `"cpu"` and `"gpu"`, MXNet's device names.
@@ -24,24 +25,38 @@ pub(crate) fn device_name(device: abi::DLDevice) -> Result<(*const c_char, usize
     }
 }
 
+/// Per-tensor arrays, kept inline for the usual few tensors (no allocation
+/// on the call path).
+type PerTensor<T> = SmallVec<[T; 4]>;
+
 /// The per-tensor arrays of one side (inputs or outputs).
 #[derive(Default)]
 struct Side {
-    shapes: Vec<*const i64>,
-    dims: Vec<c_int>,
-    data: Vec<*mut c_void>,
-    types: Vec<c_int>,
-    ids: Vec<usize>,
-    dev_type: Vec<*const c_char>,
-    dev_id: Vec<c_int>,
+    shapes: PerTensor<*const i64>,
+    dims: PerTensor<c_int>,
+    data: PerTensor<*mut c_void>,
+    types: PerTensor<c_int>,
+    ids: PerTensor<usize>,
+    dev_type: PerTensor<*const c_char>,
+    dev_id: PerTensor<c_int>,
     /// Dense storage for every tensor, and NULL sparse parts.
-    stypes: Vec<c_int>,
-    nulls: Vec<*mut c_void>,
-    zero_lens: Vec<i64>,
+    stypes: PerTensor<c_int>,
+    nulls: PerTensor<*mut c_void>,
+    zero_lens: PerTensor<i64>,
+}
+
+/// Names a tensor in messages ("input 1"), formatted only when needed.
+#[derive(Clone, Copy)]
+struct Named<'a>(&'a str, usize);
+
+impl std::fmt::Display for Named<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.0, self.1)
+    }
 }
 
 /// Elements and bytes of a compact tensor; `Err` for a strided one.
-fn extent(t: &abi::DLTensor, what: &str) -> Result<(usize, usize), String> {
+fn extent(t: &abi::DLTensor, what: Named) -> Result<(usize, usize), String> {
     let n = t.ndim.max(0) as usize;
     // SAFETY: a DLTensor's shape holds `ndim` extents; strides are NULL or as many.
     let shape = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(t.shape, n) } };
@@ -70,8 +85,8 @@ impl Side {
     fn new(tensors: &[abi::DLTensor], what: &str) -> Result<Side, String> {
         let mut s = Side::default();
         for (i, t) in tensors.iter().enumerate() {
-            let name = format!("{what} {i}");
-            extent(t, &name)?;
+            let name = Named(what, i);
+            extent(t, name)?;
             let code =
                 abi::dtype_code_of(t.dtype).ok_or_else(|| format!("{name} has a dtype MXNet cannot name"))?;
             let (dev, _) = device_name(t.device)?;
@@ -85,9 +100,9 @@ impl Side {
             s.dev_id.push(t.device.device_id);
         }
         let n = tensors.len();
-        s.stypes = vec![0; n];
-        s.nulls = vec![std::ptr::null_mut(); n];
-        s.zero_lens = vec![0; n];
+        s.stypes = smallvec::smallvec![0; n];
+        s.nulls = smallvec::smallvec![std::ptr::null_mut(); n];
+        s.zero_lens = smallvec::smallvec![0; n];
         Ok(s)
     }
 }
@@ -106,7 +121,7 @@ struct Scratch {
 pub(crate) struct KernelArgs {
     ins: Side,
     outs: Side,
-    scratch: Vec<Scratch>,
+    scratch: SmallVec<[Scratch; 1]>,
     res: *const abi::Resource,
     rng: rng::Borrowed,
 }
@@ -174,7 +189,7 @@ impl KernelArgs {
         let mut args = KernelArgs {
             ins: Side::new(ins, "input")?,
             outs: Side::new(outs, "output")?,
-            scratch: Vec::new(),
+            scratch: SmallVec::new(),
             res,
             rng: rng::Borrowed::take(),
         };
@@ -183,7 +198,7 @@ impl KernelArgs {
             if r == abi::REQ_WRITE || r == abi::REQ_INPLACE {
                 continue;
             }
-            let (numel, bytes) = extent(t, "output")?;
+            let (numel, bytes) = extent(t, Named("output", i))?;
             let buffer = cpu_malloc(
                 res as *mut c_void,
                 c_int::try_from(bytes.max(1))
@@ -352,9 +367,9 @@ mod tests {
             strides: strides.as_mut_ptr(),
             byte_offset: 0,
         };
-        assert!(extent(&t, "input 0").unwrap_err().contains("not compact"));
+        assert!(extent(&t, Named("input", 0)).unwrap_err().contains("input 0 is not compact"));
         strides = [3, 1];
         let t = abi::DLTensor { strides: strides.as_mut_ptr(), ..t };
-        assert_eq!(extent(&t, "input 0"), Ok((6, 24)));
+        assert_eq!(extent(&t, Named("input", 0)), Ok((6, 24)));
     }
 }

@@ -225,7 +225,7 @@ mod tests {
         let first = draw(&mut b);
         oxnet_core::random::seed(3);
         // Draws from the global generator do not move the engines' seeds.
-        oxnet_core::random::with_rng(|r| rand::Rng::random::<u64>(r));
+        oxnet_core::random::with_rng(rand::Rng::random::<u64>);
         b.states.as_mut().unwrap().follow_global_seed();
         assert_eq!(draw(&mut b), first);
         oxnet_core::random::seed(4);
