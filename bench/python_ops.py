@@ -7,7 +7,11 @@ Measured (median of repeated runs, microseconds per call):
 - a numpy-based Python CustomOp sigmoid on 1 element: forward, and forward+backward;
 - a built-in operator (sigmoid) called from Python on 1 element;
 - on 1M elements, the custom op against the same numpy work done by hand
-  (asnumpy, compute, nd.array, assign): the ratio shows what the engine adds.
+  (asnumpy, compute, nd.array, assign): the ratio shows what the engine adds;
+- an operator from a library built for MXNet 1.9.1 (``mx_gemm`` of
+  examples/extensions/mxnet on 1x1 matrices), forward and forward+backward,
+  the same .so loaded by each engine (when ``OXNET_BENCH_MXNET_LIB`` names it;
+  python_ops.sh builds it).
 
 Each engine runs in its own interpreter (this file re-runs itself with
 ``--engine``), since MXNet needs numpy<1.24; the parent prints one table.
@@ -110,6 +114,24 @@ def engine_figures(mx):
     figures["custom_1m"] = timeit(custom_big, min_time=1.0)
     figures["by_hand_1m"] = timeit(by_hand_big, min_time=1.0)
     figures["builtin_1m"] = timeit(builtin_big, min_time=1.0)
+
+    lib = os.environ.get("OXNET_BENCH_MXNET_LIB")
+    if lib:
+        mx.library.load(lib, verbose=False)
+        a, b = nd.array([[0.5]]), nd.array([[2.0]])
+        a.attach_grad()
+
+        def library_forward():
+            nd.mx_gemm(a, b).wait_to_read()
+
+        def library_forward_backward():
+            with autograd.record():
+                c = nd.mx_gemm(a, b)
+            c.backward()
+            a.grad.wait_to_read()
+
+        figures["mxlib_fwd_1"] = timeit(library_forward)
+        figures["mxlib_fwd_bwd_1"] = timeit(library_forward_backward)
     return figures
 
 
@@ -169,6 +191,8 @@ def main():
         ("built-in sigmoid from Python, 1M elements", "builtin_1m", ""),
         ("Python CustomOp sigmoid, 1M elements", "custom_1m", ""),
         ("same numpy work by hand (asnumpy, compute, nd.array, assign), 1M", "by_hand_1m", ""),
+        ("MXNet-built library op mx_gemm 1x1: forward", "mxlib_fwd_1", "same .so in both"),
+        ("MXNet-built library op mx_gemm 1x1: forward+backward", "mxlib_fwd_bwd_1", "same .so in both"),
     ]
     engines = [e for e, r in results.items() if r]
     print(f"{'microseconds per call (median)':<70}" + "".join(f"{e:>14}" for e in engines) + "   note")
@@ -180,8 +204,9 @@ def main():
         print(f"\noxnet custom op on 1M / the same work by hand: {ox['custom_1m'] / ox['by_hand_1m']:.2f}x")
         mxr = results.get("mxnet 1.9.1")
         if mxr:
-            for key in ("custom_fwd_1", "custom_fwd_bwd_1", "builtin_1"):
-                print(f"MXNet / oxnet, {key}: {mxr[key] / ox[key]:.1f}x")
+            for key in ("custom_fwd_1", "custom_fwd_bwd_1", "builtin_1", "mxlib_fwd_1", "mxlib_fwd_bwd_1"):
+                if key in mxr and key in ox:
+                    print(f"MXNet / oxnet, {key}: {mxr[key] / ox[key]:.1f}x")
 
 
 if __name__ == "__main__":
