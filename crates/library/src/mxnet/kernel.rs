@@ -266,6 +266,27 @@ impl KernelArgs {
     }
 }
 
+/// Calls `$f` — `_opCallFCompute` or `_opCallFStatefulCompute` — with its
+/// leading arguments `$head` followed by the tensors, allocators and random
+/// states of the [`RawArgs`] `$a` (the two functions share that tail).
+macro_rules! with_tensor_args {
+    ($f:expr, $a:expr; $($head:expr),+) => {{
+        use $crate::mxnet::kernel::{CPU_MALLOC, GPU_MALLOC, SPARSE_MALLOC};
+        let a = $a;
+        $f(
+            $($head,)+
+            a.in_shapes, a.in_dims, a.in_data, a.in_types, a.in_ids, a.in_dev_type, a.in_dev_id, a.num_in,
+            a.out_shapes, a.out_dims, a.out_data, a.out_types, a.out_ids, a.out_dev_type, a.out_dev_id, a.num_out,
+            CPU_MALLOC, a.alloc, GPU_MALLOC, a.alloc, a.cuda_stream, SPARSE_MALLOC, a.alloc,
+            // dense storage: storage types 0, no sparse indices or pointers
+            a.in_stypes, a.out_stypes, a.in_nulls, a.out_nulls, a.in_nulls, a.out_nulls,
+            a.in_zero_lens, a.out_zero_lens, a.in_zero_lens, a.out_zero_lens,
+            a.rng_cpu_states, std::ptr::null_mut(),
+        )
+    }};
+}
+pub(crate) use with_tensor_args;
+
 /// The pointers of [`KernelArgs`], ready to pass (valid while it lives).
 #[derive(Clone, Copy)]
 pub(crate) struct RawArgs {

@@ -7,7 +7,8 @@
 //! operators all go through the same paths as oxnet's own libraries, so the
 //! host's checks, caching and autograd apply unchanged.
 
-use super::kernel::{device_name, KernelArgs, CPU_MALLOC, GPU_MALLOC, SPARSE_MALLOC};
+use super::kernel::with_tensor_args;
+use super::kernel::{device_name, KernelArgs};
 use super::library::MxLibrary;
 use super::symbols::LibFn;
 use super::{pairs, status};
@@ -382,49 +383,7 @@ unsafe fn run_kernel(
     let a = args.raw();
     let (keys, values, n) = pairs(attrs);
     let call = op.lib.syms.ops.fcompute;
-    op.lib.call(|| {
-        call(
-            f,
-            keys,
-            values,
-            n,
-            a.in_shapes,
-            a.in_dims,
-            a.in_data,
-            a.in_types,
-            a.in_ids,
-            a.in_dev_type,
-            a.in_dev_id,
-            a.num_in,
-            a.out_shapes,
-            a.out_dims,
-            a.out_data,
-            a.out_types,
-            a.out_ids,
-            a.out_dev_type,
-            a.out_dev_id,
-            a.num_out,
-            CPU_MALLOC,
-            a.alloc,
-            GPU_MALLOC,
-            a.alloc,
-            a.cuda_stream,
-            SPARSE_MALLOC,
-            a.alloc,
-            a.in_stypes,
-            a.out_stypes,
-            a.in_nulls,
-            a.out_nulls,
-            a.in_nulls,
-            a.out_nulls,
-            a.in_zero_lens,
-            a.out_zero_lens,
-            a.in_zero_lens,
-            a.out_zero_lens,
-            a.rng_cpu_states,
-            std::ptr::null_mut(),
-        )
-    })?;
+    op.lib.call(|| with_tensor_args!(call, a; f, keys, values, n))?;
     args.finish(outputs)
 }
 
@@ -534,47 +493,7 @@ unsafe fn run_state(
     let mut args = KernelArgs::new(inputs, num_in, outputs, num_out, req, res)?;
     let a = args.raw();
     let call = st.lib.syms.ops.stateful_compute;
-    st.lib.call(|| {
-        call(
-            is_forward as c_int,
-            st.raw,
-            a.in_shapes,
-            a.in_dims,
-            a.in_data,
-            a.in_types,
-            a.in_ids,
-            a.in_dev_type,
-            a.in_dev_id,
-            a.num_in,
-            a.out_shapes,
-            a.out_dims,
-            a.out_data,
-            a.out_types,
-            a.out_ids,
-            a.out_dev_type,
-            a.out_dev_id,
-            a.num_out,
-            CPU_MALLOC,
-            a.alloc,
-            GPU_MALLOC,
-            a.alloc,
-            a.cuda_stream,
-            SPARSE_MALLOC,
-            a.alloc,
-            a.in_stypes,
-            a.out_stypes,
-            a.in_nulls,
-            a.out_nulls,
-            a.in_nulls,
-            a.out_nulls,
-            a.in_zero_lens,
-            a.out_zero_lens,
-            a.in_zero_lens,
-            a.out_zero_lens,
-            a.rng_cpu_states,
-            std::ptr::null_mut(),
-        )
-    })?;
+    st.lib.call(|| with_tensor_args!(call, a; is_forward as c_int, st.raw))?;
     args.finish(outputs)
 }
 

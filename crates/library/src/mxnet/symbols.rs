@@ -116,91 +116,35 @@ type CallCreateOpState = unsafe extern "C-unwind" fn(
 ) -> c_int;
 type CallDestroyOpState = unsafe extern "C-unwind" fn(state: *mut c_void);
 
-/// The tensor arguments shared by `_opCallFCompute` and
-/// `_opCallFStatefulCompute` (after their leading, differing arguments).
-pub(crate) type CallFCompute = unsafe extern "C-unwind" fn(
-    f: LibFn,
-    keys: *const *const c_char,
-    vals: *const *const c_char,
-    num: c_int,
-    in_shapes: *const *const i64,
-    in_dims: *const c_int,
-    in_data: *const *mut c_void,
-    in_types: *const c_int,
-    in_ids: *const usize,
-    in_dev_type: *const *const c_char,
-    in_dev_id: *const c_int,
-    num_in: c_int,
-    out_shapes: *const *const i64,
-    out_dims: *const c_int,
-    out_data: *const *mut c_void,
-    out_types: *const c_int,
-    out_ids: *const usize,
-    out_dev_type: *const *const c_char,
-    out_dev_id: *const c_int,
-    num_out: c_int,
-    cpu_malloc: XpuMalloc,
-    cpu_alloc: *mut c_void,
-    gpu_malloc: XpuMalloc,
-    gpu_alloc: *mut c_void,
-    cuda_stream: *mut c_void,
-    sparse_malloc: SparseMalloc,
-    sparse_alloc: *mut c_void,
-    in_stypes: *const c_int,
-    out_stypes: *const c_int,
-    in_indices: *const *mut c_void,
-    out_indices: *const *mut c_void,
-    in_indptr: *const *mut c_void,
-    out_indptr: *const *mut c_void,
-    in_indices_shapes: *const i64,
-    out_indices_shapes: *const i64,
-    in_indptr_shapes: *const i64,
-    out_indptr_shapes: *const i64,
-    rng_cpu_states: *mut c_void,
-    rng_gpu_states: *mut c_void,
-) -> c_int;
+/// The type of `_opCallFCompute` / `_opCallFStatefulCompute`: the leading
+/// arguments `$head`, then the tail both share (tensors, allocators, stream,
+/// sparse parts, random states).
+macro_rules! compute_fn {
+    ($($head:ty),+) => {
+        unsafe extern "C-unwind" fn(
+            $($head,)+
+            // inputs: shapes, ndims, data, dtypes, version ids, device types and ids, count
+            *const *const i64, *const c_int, *const *mut c_void, *const c_int, *const usize,
+            *const *const c_char, *const c_int, c_int,
+            // outputs: the same
+            *const *const i64, *const c_int, *const *mut c_void, *const c_int, *const usize,
+            *const *const c_char, *const c_int, c_int,
+            // cpu_malloc, cpu_alloc, gpu_malloc, gpu_alloc, cuda_stream, sparse_malloc, sparse_alloc
+            XpuMalloc, *mut c_void, XpuMalloc, *mut c_void, *mut c_void, SparseMalloc, *mut c_void,
+            // storage types, sparse indices and pointers (in, out) and their lengths
+            *const c_int, *const c_int, *const *mut c_void, *const *mut c_void, *const *mut c_void,
+            *const *mut c_void, *const i64, *const i64, *const i64, *const i64,
+            // rng_cpu_states, rng_gpu_states
+            *mut c_void, *mut c_void,
+        ) -> c_int
+    };
+}
 
-/// `_opCallFStatefulCompute`: as [`CallFCompute`] with `(is_forward, state)`
-/// in place of `(f, keys, vals, num)`.
-pub(crate) type CallFStatefulCompute = unsafe extern "C-unwind" fn(
-    is_forward: c_int,
-    state: *mut c_void,
-    in_shapes: *const *const i64,
-    in_dims: *const c_int,
-    in_data: *const *mut c_void,
-    in_types: *const c_int,
-    in_ids: *const usize,
-    in_dev_type: *const *const c_char,
-    in_dev_id: *const c_int,
-    num_in: c_int,
-    out_shapes: *const *const i64,
-    out_dims: *const c_int,
-    out_data: *const *mut c_void,
-    out_types: *const c_int,
-    out_ids: *const usize,
-    out_dev_type: *const *const c_char,
-    out_dev_id: *const c_int,
-    num_out: c_int,
-    cpu_malloc: XpuMalloc,
-    cpu_alloc: *mut c_void,
-    gpu_malloc: XpuMalloc,
-    gpu_alloc: *mut c_void,
-    cuda_stream: *mut c_void,
-    sparse_malloc: SparseMalloc,
-    sparse_alloc: *mut c_void,
-    in_stypes: *const c_int,
-    out_stypes: *const c_int,
-    in_indices: *const *mut c_void,
-    out_indices: *const *mut c_void,
-    in_indptr: *const *mut c_void,
-    out_indptr: *const *mut c_void,
-    in_indices_shapes: *const i64,
-    out_indices_shapes: *const i64,
-    in_indptr_shapes: *const i64,
-    out_indptr_shapes: *const i64,
-    rng_cpu_states: *mut c_void,
-    rng_gpu_states: *mut c_void,
-) -> c_int;
+/// `_opCallFCompute(fcomp, keys, vals, num, <tail>)`.
+pub(crate) type CallFCompute = compute_fn!(LibFn, *const *const c_char, *const *const c_char, c_int);
+
+/// `_opCallFStatefulCompute(is_forward, state, <tail>)`.
+pub(crate) type CallFStatefulCompute = compute_fn!(c_int, *mut c_void);
 
 type PartRegGetCount = unsafe extern "C-unwind" fn(idx: c_int, name: *mut *const c_char) -> c_int;
 type PartRegGet = unsafe extern "C-unwind" fn(
