@@ -1,4 +1,6 @@
-"""Loading operator libraries compiled against oxnet's extension API (seed 004)."""
+"""Loading compiled operator libraries: those built against oxnet's extension
+API (seed 004: C, C++ or Rust) and those built for MXNet 1.7-1.9 against
+MXNet's own lib_api.h, which load unchanged."""
 
 import os
 
@@ -10,7 +12,8 @@ __all__ = ["load"]
 
 def load(path, verbose=True):
     """Loads the shared library at ``path`` (an absolute path) and registers
-    its operators, which then appear in ``oxnet.nd`` like built-ins.
+    its operators, which then appear in ``oxnet.nd`` like built-ins. A
+    library built for MXNet 1.7-1.9 (``MX_LIBRARY_VERSION`` 11) loads as it is.
     Prints "Found N operators in library" and their names unless ``verbose``
     is False. Returns the names of the operators it registered."""
     if not isinstance(path, (str, os.PathLike)):
