@@ -16,6 +16,21 @@ use crate::host::c_str;
 use oxnet_abi as abi;
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::ptr::null;
+
+/// Calls `$f` (`_partCallReviewSubgraph` or `_passCallGraphPass`) with `$head`,
+/// then no parameter arrays (arguments, then auxiliary states: names, count,
+/// data, shapes, ndims, dtypes, version ids, device types and ids), then
+/// `$tail`: oxnet's graphs bind no parameters yet.
+macro_rules! without_params {
+    ($f:expr; $($head:expr),+; $($tail:expr),*) => {
+        $f(
+            $($head,)+
+            null(), 0, null(), null(), null(), null(), null(), null(), null(),
+            null(), 0, null(), null(), null(), null(), null(), null(), null(),
+            $($tail),*
+        )
+    };
+}
 use std::sync::Arc;
 
 /// One strategy of a partitioner.
@@ -291,36 +306,8 @@ unsafe extern "C" fn review_subgraph(
     let r = s
         .lib
         .call(|| {
-            f(
-                s.review,
-                subgraph_json,
-                subgraph_id,
-                &mut acc,
-                keys,
-                values,
-                n,
-                &mut akeys,
-                &mut avals,
-                &mut count,
-                null(),
-                0,
-                null(),
-                null(),
-                null(),
-                null(),
-                null(),
-                null(),
-                null(),
-                null(),
-                0,
-                null(),
-                null(),
-                null(),
-                null(),
-                null(),
-                null(),
-                null(),
-            )
+            without_params!(f; s.review, subgraph_json, subgraph_id, &mut acc, keys, values, n,
+                &mut akeys, &mut avals, &mut count;)
         })
         .map(|()| {
             *accept = acc;
@@ -387,35 +374,8 @@ unsafe extern "C" fn run_pass(
     let r = p
         .lib
         .call(|| {
-            f(
-                p.body,
-                graph_json,
-                &mut out_graph,
-                keys,
-                values,
-                n,
-                p.name.as_ptr(),
-                null(),
-                0,
-                null(),
-                null(),
-                null(),
-                null(),
-                null(),
-                null(),
-                null(),
-                null(),
-                0,
-                null(),
-                null(),
-                null(),
-                null(),
-                null(),
-                null(),
-                null(),
-                ND_MALLOC,
-                res as *const c_void,
-            )
+            without_params!(f; p.body, graph_json, &mut out_graph, keys, values, n, p.name.as_ptr();
+                ND_MALLOC, res as *const c_void)
         })
         .and_then(|()| {
             if out_graph.is_null() {

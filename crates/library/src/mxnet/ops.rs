@@ -8,7 +8,7 @@
 //! host's checks, caching and autograd apply unchanged.
 
 use super::kernel::with_tensor_args;
-use super::kernel::{device_name, KernelArgs};
+use super::kernel::{device_name, KernelArgs, RawArgs};
 use super::library::MxLibrary;
 use super::symbols::LibFn;
 use super::{pairs, status};
@@ -137,8 +137,9 @@ impl MxOp {
     /// The operator ABI descriptor whose callbacks call this operator.
     /// `self` must stay in place while the descriptor is used.
     pub(crate) fn descriptor(&self) -> abi::Op {
-        let kernel = |f: LibFn, k: abi::KernelFn| if f.is_null() { None } else { Some(k) };
+        let given = |f: LibFn, k: abi::KernelFn| if f.is_null() { None } else { Some(k) };
         let state = |f: LibFn| if f.is_null() { None } else { Some(create_state as abi::CreateStateFn) };
+        let (fwd, bwd): (abi::KernelFn, abi::KernelFn) = (kernel::<false>, kernel::<true>);
         abi::Op {
             struct_size: std::mem::size_of::<abi::Op>() as u32,
             is_subgraph_op: self.is_subgraph_op as i32,
@@ -148,8 +149,8 @@ impl MxOp {
             infer_type: Some(infer_type),
             infer_shape: Some(infer_shape),
             mutate_inputs: if self.mutate.is_null() { None } else { Some(mutate_inputs) },
-            forward: [kernel(self.forward[0], forward), kernel(self.forward[1], forward)],
-            backward: [kernel(self.backward[0], backward), kernel(self.backward[1], backward)],
+            forward: [given(self.forward[0], fwd), given(self.forward[1], fwd)],
+            backward: [given(self.backward[0], bwd), given(self.backward[1], bwd)],
             create_state: [state(self.create_state[0]), state(self.create_state[1])],
         }
     }
@@ -226,21 +227,37 @@ unsafe extern "C" fn infer_type(
     status(err, op.lib.call(|| f(op.infer_type, keys, values, n, in_types, num_in, out_types, num_out)))
 }
 
-/// MXNet's form of an inference shape: unknown shapes and extents are 0.
-fn shape_dims(s: &abi::Shape) -> Result<Vec<c_uint>, String> {
-    if s.ndim < 0 {
-        return Ok(Vec::new());
+/// Shapes in MXNet's form for inference and state creation (`unsigned**`
+/// with their ndims): unknown shapes and extents are 0.
+struct MxShapes {
+    _dims: Vec<Vec<c_uint>>,
+    ndims: Vec<c_int>,
+    ptrs: Vec<*mut c_uint>,
+}
+
+impl MxShapes {
+    fn new(shapes: &[abi::Shape]) -> Result<MxShapes, String> {
+        let mut dims = shapes.iter().map(Self::one).collect::<Result<Vec<_>, _>>()?;
+        let ndims = dims.iter().map(|d| d.len() as c_int).collect();
+        let ptrs = dims.iter_mut().map(|d| d.as_mut_ptr()).collect();
+        Ok(MxShapes { _dims: dims, ndims, ptrs })
     }
-    s.dims[..s.ndim as usize]
-        .iter()
-        .map(|&d| {
-            if d < 0 {
-                Ok(0)
-            } else {
-                c_uint::try_from(d).map_err(|_| format!("extent {d} exceeds MXNet's 32 bits"))
-            }
-        })
-        .collect()
+
+    fn one(s: &abi::Shape) -> Result<Vec<c_uint>, String> {
+        if s.ndim < 0 {
+            return Ok(Vec::new());
+        }
+        s.dims[..s.ndim as usize]
+            .iter()
+            .map(|&d| {
+                if d < 0 {
+                    Ok(0)
+                } else {
+                    c_uint::try_from(d).map_err(|_| format!("extent {d} exceeds MXNet's 32 bits"))
+                }
+            })
+            .collect()
+    }
 }
 
 /// Copies an MXNet shape into an ABI shape (`ndim` 0 stays unknown: MXNet's
@@ -279,9 +296,7 @@ unsafe extern "C" fn infer_shape(
     let ins = std::slice::from_raw_parts_mut(in_shapes, num_in.max(0) as usize);
     let outs = std::slice::from_raw_parts_mut(out_shapes, num_out.max(0) as usize);
     let r = (|| {
-        let mut dims: Vec<Vec<c_uint>> = ins.iter().map(shape_dims).collect::<Result<_, _>>()?;
-        let mut ndims: Vec<c_int> = dims.iter().map(|d| d.len() as c_int).collect();
-        let mut ptrs: Vec<*mut c_uint> = dims.iter_mut().map(|d| d.as_mut_ptr()).collect();
+        let mut given = MxShapes::new(ins)?;
         let (mut mod_in, mut mod_dims, mut out, mut out_dims) =
             (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut());
         let (keys, values, n) = pairs(attrs);
@@ -293,8 +308,8 @@ unsafe extern "C" fn infer_shape(
                 keys,
                 values,
                 n,
-                ptrs.as_mut_ptr(),
-                ndims.as_mut_ptr(),
+                given.ptrs.as_mut_ptr(),
+                given.ndims.as_mut_ptr(),
                 num_in,
                 &mut mod_in,
                 &mut mod_dims,
@@ -359,35 +374,27 @@ unsafe extern "C" fn mutate_inputs(
     status(err, r)
 }
 
-/// Runs a stateless kernel of `op`.
+/// Runs one kernel call: MXNet's arguments built from the ABI call's, the
+/// library function called through `call`, `add` outputs accumulated.
 #[allow(clippy::too_many_arguments)]
-unsafe fn run_kernel(
-    user: *mut c_void,
-    backward: bool,
-    attrs: *const abi::Attrs,
+unsafe fn compute(
+    lib: &MxLibrary,
     inputs: *const abi::DLTensor,
     num_in: i32,
     outputs: *const abi::DLTensor,
     num_out: i32,
     req: *const i32,
     res: *const abi::Resource,
+    call: impl FnOnce(RawArgs) -> c_int,
 ) -> Result<(), String> {
-    let op = op_of(user);
-    let device = res.as_ref().map_or(abi::DLDevice::CPU, |r| r.device);
-    let (_, slot) = device_name(device)?;
-    let f = if backward { op.backward[slot] } else { op.forward[slot] };
-    if f.is_null() {
-        return Err(format!("no {} function for this device", if backward { "backward" } else { "forward" }));
-    }
     let mut args = KernelArgs::new(inputs, num_in, outputs, num_out, req, res)?;
     let a = args.raw();
-    let (keys, values, n) = pairs(attrs);
-    let call = op.lib.syms.ops.fcompute;
-    op.lib.call(|| with_tensor_args!(call, a; f, keys, values, n))?;
+    lib.call(|| call(a))?;
     args.finish(outputs)
 }
 
-unsafe extern "C" fn forward(
+/// The forward (`BACKWARD` false) or backward kernel of a stateless operator.
+unsafe extern "C" fn kernel<const BACKWARD: bool>(
     user: *mut c_void,
     attrs: *const abi::Attrs,
     inputs: *const abi::DLTensor,
@@ -398,21 +405,31 @@ unsafe extern "C" fn forward(
     res: *const abi::Resource,
     err: *mut abi::Error,
 ) -> i32 {
-    status(err, run_kernel(user, false, attrs, inputs, num_in, outputs, num_out, req, res))
-}
-
-unsafe extern "C" fn backward(
-    user: *mut c_void,
-    attrs: *const abi::Attrs,
-    inputs: *const abi::DLTensor,
-    num_in: i32,
-    outputs: *const abi::DLTensor,
-    num_out: i32,
-    req: *const i32,
-    res: *const abi::Resource,
-    err: *mut abi::Error,
-) -> i32 {
-    status(err, run_kernel(user, true, attrs, inputs, num_in, outputs, num_out, req, res))
+    let op = op_of(user);
+    let r = (|| {
+        let device = res.as_ref().map_or(abi::DLDevice::CPU, |r| r.device);
+        let (_, slot) = device_name(device)?;
+        let f = if BACKWARD { op.backward[slot] } else { op.forward[slot] };
+        if f.is_null() {
+            return Err(format!(
+                "no {} function for this device",
+                if BACKWARD { "backward" } else { "forward" }
+            ));
+        }
+        let (keys, values, n) = pairs(attrs);
+        let fcompute = op.lib.syms.ops.fcompute;
+        compute(
+            &op.lib,
+            inputs,
+            num_in,
+            outputs,
+            num_out,
+            req,
+            res,
+            |a| with_tensor_args!(fcompute, a; f, keys, values, n),
+        )
+    })();
+    status(err, r)
 }
 
 /// The state of one stateful operator instance: the library's
@@ -442,9 +459,7 @@ unsafe extern "C" fn create_state(
         }
         let shapes =
             if num_in <= 0 { &[][..] } else { std::slice::from_raw_parts(in_shapes, num_in as usize) };
-        let mut dims: Vec<Vec<c_uint>> = shapes.iter().map(shape_dims).collect::<Result<_, _>>()?;
-        let mut ndims: Vec<c_int> = dims.iter().map(|d| d.len() as c_int).collect();
-        let mut ptrs: Vec<*mut c_uint> = dims.iter_mut().map(|d| d.as_mut_ptr()).collect();
+        let mut given = MxShapes::new(shapes)?;
         let (keys, values, n) = pairs(attrs);
         let call = op.lib.syms.ops.create_op_state;
         let mut raw: *mut c_void = std::ptr::null_mut();
@@ -456,8 +471,8 @@ unsafe extern "C" fn create_state(
                 n,
                 dev,
                 device.device_id,
-                ptrs.as_mut_ptr(),
-                ndims.as_mut_ptr(),
+                given.ptrs.as_mut_ptr(),
+                given.ndims.as_mut_ptr(),
                 num_in,
                 in_types,
                 &mut raw,
@@ -469,8 +484,8 @@ unsafe extern "C" fn create_state(
         let state = Box::new(MxState { lib: op.lib.clone(), raw });
         *out = abi::State {
             state: Box::into_raw(state) as *mut c_void,
-            forward: Some(state_forward),
-            backward: Some(state_backward),
+            forward: Some(state_kernel::<true>),
+            backward: Some(state_kernel::<false>),
             destroy: Some(state_destroy),
         };
         Ok(())
@@ -478,51 +493,31 @@ unsafe extern "C" fn create_state(
     status(err, r)
 }
 
+/// The forward (`FORWARD` true) or backward kernel of a stateful instance.
 #[allow(clippy::too_many_arguments)]
-unsafe fn run_state(
+unsafe extern "C" fn state_kernel<const FORWARD: bool>(
     state: *mut c_void,
-    is_forward: bool,
     inputs: *const abi::DLTensor,
     num_in: i32,
     outputs: *const abi::DLTensor,
     num_out: i32,
     req: *const i32,
     res: *const abi::Resource,
-) -> Result<(), String> {
+    err: *mut abi::Error,
+) -> i32 {
     let st = &*(state as *const MxState);
-    let mut args = KernelArgs::new(inputs, num_in, outputs, num_out, req, res)?;
-    let a = args.raw();
-    let call = st.lib.syms.ops.stateful_compute;
-    st.lib.call(|| with_tensor_args!(call, a; is_forward as c_int, st.raw))?;
-    args.finish(outputs)
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn state_forward(
-    state: *mut c_void,
-    inputs: *const abi::DLTensor,
-    num_in: i32,
-    outputs: *const abi::DLTensor,
-    num_out: i32,
-    req: *const i32,
-    res: *const abi::Resource,
-    err: *mut abi::Error,
-) -> i32 {
-    status(err, run_state(state, true, inputs, num_in, outputs, num_out, req, res))
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn state_backward(
-    state: *mut c_void,
-    inputs: *const abi::DLTensor,
-    num_in: i32,
-    outputs: *const abi::DLTensor,
-    num_out: i32,
-    req: *const i32,
-    res: *const abi::Resource,
-    err: *mut abi::Error,
-) -> i32 {
-    status(err, run_state(state, false, inputs, num_in, outputs, num_out, req, res))
+    let stateful_compute = st.lib.syms.ops.stateful_compute;
+    let r = compute(
+        &st.lib,
+        inputs,
+        num_in,
+        outputs,
+        num_out,
+        req,
+        res,
+        |a| with_tensor_args!(stateful_compute, a; FORWARD as c_int, st.raw),
+    );
+    status(err, r)
 }
 
 unsafe extern "C" fn state_destroy(state: *mut c_void) {

@@ -21,7 +21,7 @@
 
 use std::ffi::{c_ulong, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 /// `MX_NUM_CPU_RANDOM_STATES` in MXNet's header.
 pub(crate) const NUM_STATES: usize = 1024;
@@ -125,8 +125,9 @@ impl States {
 
 /// Whether the engines laid out here have the size of the C++ compiler's.
 fn layout_matches() -> bool {
+    static MATCHES: OnceLock<bool> = OnceLock::new();
     // SAFETY: a pure function of the C++ side.
-    unsafe { oxnet_mxnet_mt19937_size() == std::mem::size_of::<Engine>() }
+    *MATCHES.get_or_init(|| unsafe { oxnet_mxnet_mt19937_size() } == std::mem::size_of::<Engine>())
 }
 
 /// The sets not in use.

@@ -146,6 +146,23 @@ pub(crate) type CallFCompute = compute_fn!(LibFn, *const *const c_char, *const *
 /// `_opCallFStatefulCompute(is_forward, state, <tail>)`.
 pub(crate) type CallFStatefulCompute = compute_fn!(c_int, *mut c_void);
 
+/// The type of `_partCallReviewSubgraph` / `_passCallGraphPass`: the
+/// leading arguments, then the graph's parameters (arguments, then auxiliary
+/// states, each as names, count, data, shapes, ndims, dtypes, version ids,
+/// device types and ids), then the trailing arguments.
+macro_rules! with_params_fn {
+    (($($head:ty),+), ($($tail:ty),*)) => {
+        unsafe extern "C-unwind" fn(
+            $($head,)+
+            *const *const c_char, c_int, *const *mut c_void, *const *const i64, *const c_int,
+            *const c_int, *const usize, *const *const c_char, *const c_int,
+            *const *const c_char, c_int, *const *mut c_void, *const *const i64, *const c_int,
+            *const c_int, *const usize, *const *const c_char, *const c_int,
+            $($tail,)*
+        ) -> c_int
+    };
+}
+
 type PartRegGetCount = unsafe extern "C-unwind" fn(idx: c_int, name: *mut *const c_char) -> c_int;
 type PartRegGet = unsafe extern "C-unwind" fn(
     part_idx: c_int,
@@ -184,66 +201,34 @@ type PartCallFilter = unsafe extern "C-unwind" fn(
     num_keep: *mut c_int,
 );
 type PartCallReset = unsafe extern "C-unwind" fn(sel: *mut c_void);
-type PartCallReviewSubgraph = unsafe extern "C-unwind" fn(
-    f: LibFn,
-    json: *const c_char,
-    subgraph_id: c_int,
-    accept: *mut c_int,
-    opt_keys: *const *const c_char,
-    opt_vals: *const *const c_char,
-    num_opts: c_int,
-    attr_keys: *mut *mut *mut c_char,
-    attr_vals: *mut *mut *mut c_char,
-    num_attrs: *mut c_int,
-    arg_names: *const *const c_char,
-    num_args: c_int,
-    arg_data: *const *mut c_void,
-    arg_shapes: *const *const i64,
-    arg_dims: *const c_int,
-    arg_types: *const c_int,
-    arg_ids: *const usize,
-    arg_dev_type: *const *const c_char,
-    arg_dev_id: *const c_int,
-    aux_names: *const *const c_char,
-    num_aux: c_int,
-    aux_data: *const *mut c_void,
-    aux_shapes: *const *const i64,
-    aux_dims: *const c_int,
-    aux_types: *const c_int,
-    aux_ids: *const usize,
-    aux_dev_type: *const *const c_char,
-    aux_dev_id: *const c_int,
-) -> c_int;
+type PartCallReviewSubgraph = with_params_fn!(
+    (
+        LibFn,                 // reviewSubgraph
+        *const c_char,         // subgraph JSON
+        c_int,                 // subgraph id
+        *mut c_int,            // accept
+        *const *const c_char,  // option keys
+        *const *const c_char,  // option values
+        c_int,                 // number of options
+        *mut *mut *mut c_char, // attribute keys (library-allocated)
+        *mut *mut *mut c_char, // attribute values
+        *mut c_int             // number of attributes
+    ),
+    ()
+);
 type PassRegGet = unsafe extern "C-unwind" fn(idx: c_int, pass: *mut LibFn, name: *mut *const c_char);
-type PassCallGraphPass = unsafe extern "C-unwind" fn(
-    f: LibFn,
-    json: *const c_char,
-    out_graph: *mut *mut c_char,
-    opt_keys: *const *const c_char,
-    opt_vals: *const *const c_char,
-    num_opts: c_int,
-    pass_name: *const c_char,
-    arg_names: *const *const c_char,
-    num_args: c_int,
-    arg_data: *const *mut c_void,
-    arg_shapes: *const *const i64,
-    arg_dims: *const c_int,
-    arg_types: *const c_int,
-    arg_ids: *const usize,
-    arg_dev_type: *const *const c_char,
-    arg_dev_id: *const c_int,
-    aux_names: *const *const c_char,
-    num_aux: c_int,
-    aux_data: *const *mut c_void,
-    aux_shapes: *const *const i64,
-    aux_dims: *const c_int,
-    aux_types: *const c_int,
-    aux_ids: *const usize,
-    aux_dev_type: *const *const c_char,
-    aux_dev_id: *const c_int,
-    nd_malloc: NdMalloc,
-    nd_alloc: *const c_void,
-) -> c_int;
+type PassCallGraphPass = with_params_fn!(
+    (
+        LibFn,                // graphPass
+        *const c_char,        // graph JSON
+        *mut *mut c_char,     // output graph JSON (library-allocated)
+        *const *const c_char, // option keys
+        *const *const c_char, // option values
+        c_int,                // number of options
+        *const c_char         // pass name
+    ),
+    (NdMalloc, *const c_void) // nd_malloc, its context
+);
 
 /// The operator functions every version-11 library exports.
 #[derive(Clone, Copy)]
