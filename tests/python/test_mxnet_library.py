@@ -51,14 +51,14 @@ def mxnet_sdk():
 @pytest.fixture(scope="module")
 def mx_ops(tmp_path_factory):
     """The example library, built with g++ (or reused from the Rust tests'
-    target/ext-examples/mxnet when newer than its sources), loaded once."""
+    target/ext-examples/native when newer than its sources), loaded once."""
     sdk = mxnet_sdk()
     if sdk is None:
         pytest.skip(SKIP_REASON)
     if shutil.which("g++") is None:
         pytest.skip("needs g++ to build the MXNet-style example")
     include, lib_api_cc = sdk
-    built = ROOT / "target" / "ext-examples" / "mxnet" / "libmx_ops.so"
+    built = ROOT / "target" / "ext-examples" / "native" / "libmx_ops.so"
     newest_source = max(p.stat().st_mtime for p in (SOURCE, lib_api_cc, include / "mxnet" / "lib_api.h"))
     if built.is_file() and built.stat().st_mtime > newest_source:
         path = built

@@ -18,35 +18,31 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use oxnet_core::{invoke_op, registry, DType, NDArray};
 use std::hint::black_box;
 use std::path::PathBuf;
-use std::process::Command;
 
 /// Compiles the reference source; `mxnet` picks MXNet's SDK, otherwise
 /// oxnet's header with the operators renamed (`ox_...`) so both can load.
 fn build(mxnet: Option<&common::MxnetSdk>) -> PathBuf {
     let root = common::repo_root();
-    let name = if mxnet.is_some() { "libref_gemm_mxnet.so" } else { "libref_gemm_oxnet.so" };
-    let out = common::out_dir().join(name);
-    let mut cmd = Command::new(std::env::var("CXX").unwrap_or_else(|_| "g++".into()));
-    cmd.args(["-shared", "-fPIC", "-O2"])
-        .arg(root.join("examples/extensions/cpp/reference_style/gemm_lib.cc"));
+    let source = root.join("examples/extensions/cpp/reference_style/gemm_lib.cc");
     match mxnet {
         // The source says `#include "lib_api.h"`, as MXNet's examples do.
-        Some(sdk) => cmd
-            .arg("-std=c++11")
-            .arg("-I")
-            .arg(sdk.include.join("mxnet"))
-            .arg("-I")
-            .arg(&sdk.include)
-            .arg(&sdk.lib_api_cc),
-        None => cmd.arg("-std=c++17").arg("-I").arg(root.join("include/oxnet")).args([
-            "-Dref_gemm=ox_ref_gemm",
-            "-Dref_copy=ox_ref_copy",
-            "-Dref_state_gemm=ox_ref_state_gemm",
-        ]),
-    };
-    let status = cmd.arg("-o").arg(&out).status().expect("run the C++ compiler");
-    assert!(status.success(), "building {name} failed");
-    out
+        Some(sdk) => {
+            let flags = [
+                "-std=c++11".to_string(),
+                format!("-I{}", sdk.include.join("mxnet").display()),
+                format!("-I{}", sdk.include.display()),
+            ];
+            let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+            common::build_native("g++", &flags, &[source, sdk.lib_api_cc.clone()], "ref_gemm_mxnet")
+        }
+        None => {
+            let include = format!("-I{}", root.join("include/oxnet").display());
+            let renames =
+                ["-Dref_gemm=ox_ref_gemm", "-Dref_copy=ox_ref_copy", "-Dref_state_gemm=ox_ref_state_gemm"];
+            let flags: Vec<&str> = ["-std=c++17", include.as_str()].into_iter().chain(renames).collect();
+            common::build_native("g++", &flags, &[source], "ref_gemm_oxnet")
+        }
+    }
 }
 
 fn oxnet_abi_vs_mxnet_abi(c: &mut Criterion) {

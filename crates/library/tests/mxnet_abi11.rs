@@ -24,7 +24,6 @@ use oxnet_core::shape::shape;
 use oxnet_core::{invoke1, invoke_into, registry, DType, Device, NDArray, OpContext, Req};
 use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// The operators of mx_ops.cc, in its registration order.
@@ -36,27 +35,11 @@ const OPS: [&str; 7] =
 // ---------------------------------------------------------------------------
 
 /// Compiles mx_ops.cc with MXNet's SDK (as its Makefile does) into
-/// `target/ext-examples/mxnet/libmx_ops.so`.
-fn build(sdk: &common::MxnetSdk) -> Result<PathBuf, String> {
-    let dir = common::out_dir().join("mxnet");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
-    let out = dir.join("libmx_ops.so");
-    let tmp = dir.join(format!("libmx_ops.{}.tmp.so", std::process::id()));
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "g++".into());
-    let result = Command::new(&cxx)
-        .args(["-shared", "-fPIC", "-std=c++11", "-O2", "-I"])
-        .arg(&sdk.include)
-        .arg(common::repo_root().join("examples/extensions/mxnet/mx_ops.cc"))
-        .arg(&sdk.lib_api_cc)
-        .arg("-o")
-        .arg(&tmp)
-        .output()
-        .map_err(|e| format!("cannot run {cxx}: {e}"))?;
-    if !result.status.success() {
-        return Err(format!("compiling mx_ops.cc failed:\n{}", String::from_utf8_lossy(&result.stderr)));
-    }
-    std::fs::rename(&tmp, &out).map_err(|e| format!("move the library into place: {e}"))?;
-    Ok(out)
+/// `target/ext-examples/native/libmx_ops.so`.
+fn build(sdk: &common::MxnetSdk) -> PathBuf {
+    let include = format!("-I{}", sdk.include.display());
+    let source = common::repo_root().join("examples/extensions/mxnet/mx_ops.cc");
+    common::build_native("g++", &["-std=c++11", &include], &[source, sdk.lib_api_cc.clone()], "mx_ops")
 }
 
 /// The example, built and loaded once per process; `None` (after printing
@@ -65,7 +48,7 @@ fn mx_ops(test: &str) -> Option<oxnet_library::Library> {
     static LIB: OnceLock<Option<Result<oxnet_library::Library, String>>> = OnceLock::new();
     let lib = LIB.get_or_init(|| {
         let sdk = common::mxnet_sdk()?;
-        Some(build(&sdk).and_then(|path| oxnet_library::load(&path, false).map_err(|e| format!("load: {e}"))))
+        Some(oxnet_library::load(build(&sdk), false).map_err(|e| format!("load: {e}")))
     });
     match lib {
         None => {
@@ -674,23 +657,9 @@ fn the_graph_pass_rewrites_the_graph_through_the_host() {
 /// Compiles `tests/fixtures/mxnet_faults.c` with `-D<define>` into
 /// `lib<name>.so`, declaring the operator `<name>_op`.
 fn fault_library(define: &str, name: &str) -> PathBuf {
-    let dir = common::out_dir().join("mxnet");
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join(format!("lib{name}.so"));
-    let tmp = dir.join(format!("lib{name}.{}.tmp.so", std::process::id()));
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mxnet_faults.c");
-    let result = Command::new("cc")
-        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-O0"])
-        .arg(format!("-D{define}"))
-        .arg(format!("-DOP_NAME=\"{name}_op\""))
-        .arg(&src)
-        .arg("-o")
-        .arg(&tmp)
-        .output()
-        .expect("run cc");
-    assert!(result.status.success(), "compiling {name} failed:\n{}", String::from_utf8_lossy(&result.stderr));
-    std::fs::rename(&tmp, &out).unwrap();
-    out
+    let (def, op) = (format!("-D{define}"), format!("-DOP_NAME=\"{name}_op\""));
+    common::build_native("cc", &["-std=c99", "-Wall", "-Wextra", "-Werror", &def, &op], &[src], name)
 }
 
 fn refused(define: &str, name: &str) -> String {

@@ -62,7 +62,10 @@ pub fn build_rust_example(name: &str) -> PathBuf {
 }
 
 /// Compiles C or C++ `sources` into `lib<name>.so` with `compiler` and `flags`.
-fn build_native(compiler: &str, flags: &[&str], sources: &[PathBuf], name: &str) -> PathBuf {
+/// Compiles `sources` with `compiler` and `flags` (plus `-shared -fPIC -O2
+/// -I include`) into `target/ext-examples/native/lib<name>.so`, serialised
+/// with the other builds and moved into place only once complete.
+pub fn build_native(compiler: &str, flags: &[&str], sources: &[PathBuf], name: &str) -> PathBuf {
     let _g = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let dir = out_dir().join("native");
     std::fs::create_dir_all(&dir).unwrap();
