@@ -474,6 +474,12 @@ impl NDArray {
         attach_grad(self, req)
     }
 
+    /// True when this array is an autograd variable or the recorded result
+    /// of an operation on one (so gradients can flow from it).
+    pub fn takes_part_in_autograd(&self) -> bool {
+        self.has_ag_entry()
+    }
+
     /// The gradient buffer, if this array is a variable.
     pub fn grad(&self) -> Option<NDArray> {
         grad_of(self)

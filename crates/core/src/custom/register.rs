@@ -251,14 +251,15 @@ fn infer_shape_uncached(
     outs: &mut [Option<Shape>],
 ) -> Result<()> {
     let n_args = entry.args.len();
-    let given: Vec<Shape> = ins[..n_args]
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            s.clone()
-                .ok_or_else(|| Error::Shape(format!("the shape of argument `{}` is unknown", entry.args[i])))
-        })
-        .collect::<Result<_>>()?;
+    // While a graph is inferred some arguments may be unknown: as in the
+    // reference, the property sees them as empty shapes `()` and may fill
+    // them (a label's shape from the data's); an empty shape it hands back
+    // for an unknown slot leaves that slot unknown.
+    let partial = ins[..n_args].iter().any(Option::is_none);
+    if n_args > 0 && ins[..n_args].iter().all(Option::is_none) {
+        return Err(Error::Shape("no argument shape is known".into()));
+    }
+    let given: Vec<Shape> = ins[..n_args].iter().map(|s| s.clone().unwrap_or_default()).collect();
     let (arg_s, out_s, aux_s) = guarded(&name_of(entry), || entry.prop.infer_shape(&given))?;
     if arg_s.len() != n_args || out_s.len() != outs.len() || aux_s.len() != ins.len() - n_args {
         return Err(Error::Shape(format!(
@@ -272,11 +273,10 @@ fn infer_shape_uncached(
             ins.len() - n_args
         )));
     }
-    for (slot, s) in ins.iter_mut().zip(arg_s.into_iter().chain(aux_s)) {
-        *slot = Some(s);
-    }
-    for (slot, s) in outs.iter_mut().zip(out_s) {
-        *slot = Some(s);
+    for (slot, s) in ins.iter_mut().zip(arg_s.into_iter().chain(aux_s)).chain(outs.iter_mut().zip(out_s)) {
+        if !(partial && s.is_empty()) {
+            *slot = Some(s);
+        }
     }
     Ok(())
 }
