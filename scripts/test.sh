@@ -17,6 +17,16 @@ fi
 # without network it warns, and those tests skip.
 python3 scripts/fetch_mxnet_sdk.py
 
+# MXNet 1.9.1 itself in a side environment (.venv-mxnet), for the tests that
+# check graphs both ways against the reference engine (oxnet loads what MXNet
+# wrote, MXNet loads and runs what oxnet wrote); without network those tests
+# say they are skipped.
+if ! .venv-mxnet/bin/python -c "import mxnet" >/dev/null 2>&1; then
+    { python3 -m venv .venv-mxnet &&
+      .venv-mxnet/bin/python -m pip install --quiet --disable-pip-version-check "mxnet==1.9.1" "numpy<1.24"; } ||
+        echo "warning: could not install MXNet 1.9.1 into .venv-mxnet; the cross-checks against it will skip" >&2
+fi
+
 cargo test --workspace --all-targets
 cargo test --workspace --doc
 

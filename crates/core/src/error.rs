@@ -57,6 +57,18 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+    /// An error raised while a graph ran or was inferred, at node `node`
+    /// (operator `op`).
+    #[error("node `{node}` ({op}): {source}")]
+    Node {
+        /// The node's name.
+        node: String,
+        /// Its operator's name.
+        op: String,
+        /// What went wrong there.
+        #[source]
+        source: Box<Error>,
+    },
 }
 
 /// The result type of every fallible oxnet call.
@@ -77,10 +89,15 @@ impl Error {
         }
     }
 
-    /// The innermost error, skipping the operator wrappers.
+    /// Wraps `self` so that it names graph node `node` of operator `op`.
+    pub fn in_node(self, node: &str, op: &str) -> Error {
+        Error::Node { node: node.to_string(), op: op.to_string(), source: Box::new(self) }
+    }
+
+    /// The innermost error, skipping the operator and node wrappers.
     pub fn root(&self) -> &Error {
         match self {
-            Error::Op { source, .. } => source.root(),
+            Error::Op { source, .. } | Error::Node { source, .. } => source.root(),
             other => other,
         }
     }

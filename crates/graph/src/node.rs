@@ -57,7 +57,7 @@ impl OpCall {
 
 /// Wraps an error so that it names a graph node and its operator.
 pub fn in_node(e: Error, node: &str, op: &str) -> Error {
-    Error::Invalid(format!("node `{node}` ({op}): {e}"))
+    e.in_node(node, op)
 }
 
 /// One node: a variable (no operator) or an operator call.

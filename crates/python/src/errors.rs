@@ -42,11 +42,19 @@ fn original_exception(err: &Error) -> Option<&PyErr> {
 fn op_context(err: &Error) -> Vec<String> {
     let mut ops = Vec::new();
     let mut e = err;
-    while let Error::Op { op, source } = e {
-        ops.push(op.clone());
-        e = source;
+    loop {
+        match e {
+            Error::Op { op, source } => {
+                ops.push(op.clone());
+                e = source;
+            }
+            Error::Node { node, op, source } => {
+                ops.push(format!("{op} (graph node `{node}`)"));
+                e = source;
+            }
+            _ => return ops,
+        }
     }
-    ops
 }
 
 /// An exception of the original's type whose message names the operator,

@@ -17,6 +17,7 @@ mod indexing;
 mod invoke;
 mod library;
 mod numpy_interop;
+mod symbol;
 
 use pyo3::prelude::*;
 
@@ -50,5 +51,13 @@ fn _oxnet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(custom::register_function, m)?)?;
     m.add_function(wrap_pyfunction!(check::check_op, m)?)?;
     m.add_function(wrap_pyfunction!(library::load_library, m)?)?;
+    m.add_class::<symbol::SymbolHandle>()?;
+    m.add_class::<symbol::ExecutorHandle>()?;
+    m.add_function(wrap_pyfunction!(symbol::sym_var, m)?)?;
+    m.add_function(wrap_pyfunction!(symbol::sym_group, m)?)?;
+    m.add_function(wrap_pyfunction!(symbol::sym_compose_op, m)?)?;
+    m.add_function(wrap_pyfunction!(symbol::sym_from_json, m)?)?;
+    m.add_function(wrap_pyfunction!(symbol::executor_bind, m)?)?;
+    m.add_function(wrap_pyfunction!(symbol::executor_simple_bind, m)?)?;
     Ok(())
 }

@@ -1,0 +1,20 @@
+"""``oxnet.symbol`` (``mx.sym``): MXNet 1.x's symbolic API over oxnet's
+graph layer::
+
+    data = mx.sym.var("data")
+    fc = mx.sym.FullyConnected(data, num_hidden=10, name="fc")
+    net = mx.sym.softmax(fc)
+    net.list_arguments()                  # ['data', 'fc_weight', 'fc_bias']
+    exe = net.simple_bind(mx.cpu(), data=(4, 3))
+    exe.forward(is_train=True, data=mx.nd.ones((4, 3)))
+
+One function per registry operator (built-in, custom, or loaded from a
+library) is generated here, as in ``mx.nd``.
+"""
+
+from .symbol import Symbol, var, Variable, Group, load, load_json, fromjson
+from ._ops import refresh as _refresh_ops
+
+__all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson"]
+
+_refresh_ops(globals())

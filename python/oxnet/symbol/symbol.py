@@ -1,0 +1,496 @@
+"""The ``Symbol`` class: a symbolic expression over named variables, as in
+MXNet 1.x. Symbols need no shapes until they are bound; ``infer_shape``,
+``infer_type``, ``simple_bind``/``bind`` and ``eval`` give them values."""
+
+import copy as _copy
+import json as _json
+
+import numpy as np
+
+from .. import _oxnet
+from ..attribute import AttrScope, stored_key, HIDDEN_KEYS
+from ..base import MXNetError
+from ..context import Context, current_context
+from ..name import NameManager
+
+__all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson", "compose_op"]
+
+
+def _param_text(value):
+    """How MXNet's Python turns a keyword attribute into its string form."""
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, (type, np.dtype)):
+        try:
+            return np.dtype(value).name
+        except TypeError:
+            pass
+    if isinstance(value, list):
+        value = tuple(value)
+    return str(value)
+
+
+def compose_op(op_name, hint, positional, named, params, name=None, attr=None):
+    """Calls registry operator ``op_name`` on symbols and returns the new symbol.
+
+    ``positional``: symbols by position; ``named``: ``{argument: symbol}``;
+    ``params``: keyword attributes (any value; turned into MXNet's string
+    form); ``name``: the node's name (else one made from ``hint`` by the
+    current ``mx.name`` manager); ``attr``: user attributes (merged with the
+    current ``mx.AttrScope``).
+    """
+    name = NameManager.current.get(name, hint)
+    attrs = {stored_key(k): str(v) for k, v in AttrScope.current.get(attr).items()}
+    handle = _oxnet.sym_compose_op(
+        op_name,
+        [s._h for s in positional],
+        [(k, s._h) for k, s in named.items()],
+        [(k, _param_text(v)) for k, v in params.items() if v is not None],
+        name,
+        attrs,
+    )
+    return Symbol(handle)
+
+
+def _as_symbol_args(args, what):
+    out = []
+    for a in args:
+        if not isinstance(a, Symbol):
+            raise TypeError(f"{what}: expected Symbol arguments, got {type(a).__name__}")
+        out.append(a)
+    return out
+
+
+class Symbol:
+    """A symbolic expression with one or more outputs (``mx.sym.Symbol``)."""
+
+    __slots__ = ("_h", "__weakref__")
+
+    def __init__(self, handle):
+        self._h = handle
+
+    # ----- structure -------------------------------------------------------
+    @property
+    def name(self):
+        """The node's name (None for a grouped symbol)."""
+        return self._h.name()
+
+    def list_arguments(self):
+        """Names of the arguments (inputs that are not aux states), in order."""
+        return self._h.list_arguments()
+
+    def list_outputs(self):
+        """Names of the outputs (``<node>_output``)."""
+        return self._h.list_outputs()
+
+    def list_auxiliary_states(self):
+        """Names of the auxiliary states (such as BatchNorm's moving mean)."""
+        return self._h.list_auxiliary_states()
+
+    def list_inputs(self):
+        """Names of all variables: arguments and aux states."""
+        return self._h.list_inputs()
+
+    def get_internals(self):
+        """A grouped symbol of every output of every node, in topological order."""
+        return Symbol(self._h.internals())
+
+    def get_children(self):
+        """The inputs of this symbol's node, grouped (None for a variable)."""
+        c = self._h.children()
+        return None if c is None else Symbol(c)
+
+    def __len__(self):
+        return self._h.num_outputs()
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __getitem__(self, index):
+        if isinstance(index, str):
+            return Symbol(self._h.get_by_name(index))
+        if isinstance(index, slice):
+            return Group([self[i] for i in range(len(self))[index]])
+        n = len(self)
+        if not isinstance(index, int):
+            raise TypeError(f"symbol index must be an int, a slice or an output name, not {type(index).__name__}")
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError(f"output index {index} is out of range for a symbol with {n} outputs")
+        return Symbol(self._h.get(index))
+
+    def __repr__(self):
+        name = self.name
+        if name is None:
+            return f"<Symbol group [{', '.join(self.list_outputs())}]>"
+        return f"<Symbol {name}>"
+
+    __hash__ = object.__hash__
+
+    def __copy__(self):
+        return Symbol(self._h.deep_copy())
+
+    def __deepcopy__(self, memo):
+        return Symbol(self._h.deep_copy())
+
+    def copy(self):
+        """A deep copy of the graph."""
+        return self.__copy__()
+
+    def __call__(self, *args, **kwargs):
+        """Composes: variables replaced by symbols, by position
+        (``list_arguments`` order) or by name (``net(data=other)``)."""
+        kwargs.pop("name", None)
+        positional = _as_symbol_args(args, "compose")
+        named = {}
+        for k, v in kwargs.items():
+            if not isinstance(v, Symbol):
+                raise TypeError(f"compose: argument {k!r} must be a Symbol, got {type(v).__name__}")
+            named[k] = v
+        return Symbol(self._h.compose([s._h for s in positional], [(k, s._h) for k, s in named.items()]))
+
+    def _compose(self, *args, **kwargs):
+        """Composes in place (MXNet's ``_compose``)."""
+        self._h = self(*args, **kwargs)._h
+
+    # ----- attributes ------------------------------------------------------
+    def attr(self, key):
+        """A string attribute of this symbol's node (None if absent)."""
+        value = self._h.attr(key)
+        if value is None and key in HIDDEN_KEYS:
+            value = self._h.attr(stored_key(key))
+        return value
+
+    def list_attr(self, recursive=False):
+        """The attributes of this node (``recursive``: of every node, keyed ``node$key``)."""
+        if recursive:
+            return {f"{node}${k}": v for node, attrs in self.attr_dict().items() for k, v in attrs.items()}
+        return dict(self._h.list_attr())
+
+    def attr_dict(self):
+        """``{node name: {key: value}}`` for every node with attributes."""
+        return {k: dict(v) for k, v in self._h.attr_dict().items()}
+
+    def _set_attr(self, **kwargs):
+        """Sets string attributes on this symbol's node."""
+        for k, v in kwargs.items():
+            if not isinstance(v, str):
+                raise ValueError(f"attribute {k!r} must be a string")
+            self._h.set_attr(stored_key(k), v)
+
+    # ----- arithmetic (element-wise; symbols are not broadcast, as in MXNet) --
+    def _binary(self, other, op, hint, scalar_op, scalar_hint, reverse=False):
+        if isinstance(other, Symbol):
+            lhs, rhs = (other, self) if reverse else (self, other)
+            return compose_op(op, hint, [lhs, rhs], {}, {})
+        if isinstance(other, (int, float, np.number, bool)):
+            return compose_op(scalar_op, scalar_hint, [self], {}, {"scalar": float(other)})
+        return NotImplemented
+
+    def __add__(self, o):
+        return self._binary(o, "_Plus", "_plus", "_PlusScalar", "_plusscalar")
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return self._binary(o, "_Minus", "_minus", "_MinusScalar", "_minusscalar")
+
+    def __rsub__(self, o):
+        return self._binary(o, "_Minus", "_minus", "_RMinusScalar", "_rminusscalar", reverse=True)
+
+    def __mul__(self, o):
+        return self._binary(o, "_Mul", "_mul", "_MulScalar", "_mulscalar")
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, o):
+        return self._binary(o, "_Div", "_div", "_DivScalar", "_divscalar")
+
+    def __rtruediv__(self, o):
+        return self._binary(o, "_Div", "_div", "_RDivScalar", "_rdivscalar", reverse=True)
+
+    def __pow__(self, o):
+        return self._binary(o, "_Power", "_power", "_PowerScalar", "_powerscalar")
+
+    def __rpow__(self, o):
+        return self._binary(o, "_Power", "_power", "_RPowerScalar", "_rpowerscalar", reverse=True)
+
+    def __neg__(self):
+        return self.__mul__(-1.0)
+
+    def __eq__(self, o):
+        return self._binary(o, "_equal", "_equal", "_equal_scalar", "_equalscalar")
+
+    def __ne__(self, o):
+        return self._binary(o, "_not_equal", "_notequal", "_not_equal_scalar", "_notequalscalar")
+
+    def __gt__(self, o):
+        return self._binary(o, "_greater", "_greater", "_greater_scalar", "_greaterscalar")
+
+    def __ge__(self, o):
+        return self._binary(o, "_greater_equal", "_greaterequal", "_greater_equal_scalar", "_greaterequalscalar")
+
+    def __lt__(self, o):
+        return self._binary(o, "_lesser", "_lesser", "_lesser_scalar", "_lesserscalar")
+
+    def __le__(self, o):
+        return self._binary(o, "_lesser_equal", "_lesserequal", "_lesser_equal_scalar", "_lesserequalscalar")
+
+    def __bool__(self):
+        raise NotImplementedError("a Symbol has no truth value; compare arrays after evaluating it")
+
+    # ----- inference --------------------------------------------------------
+    def _shape_kwargs(self, args, kwargs, what):
+        shapes = {}
+        if args:
+            names = self.list_arguments()
+            if len(args) > len(names):
+                raise MXNetError(f"{what}: {len(args)} shapes given for {len(names)} arguments")
+            for n, s in zip(names, args):
+                if s is not None:
+                    shapes[n] = tuple(s)
+        for k, s in kwargs.items():
+            if s is not None:
+                shapes[k] = tuple(s)
+        inputs = set(self.list_inputs())
+        unknown = [k for k in shapes if k not in inputs]
+        if unknown:
+            raise MXNetError(f"{what}: the symbol has no input named {', '.join(map(repr, unknown))}")
+        return {k: [int(d) for d in s] for k, s in shapes.items()}
+
+    def infer_shape(self, *args, **kwargs):
+        """``(arg_shapes, out_shapes, aux_shapes)`` from some input shapes;
+        ``(None, None, None)`` if not everything can be inferred."""
+        arg, out, aux = self._h.infer_shape(self._shape_kwargs(args, kwargs, "infer_shape"), False)
+        if any(s is None for s in arg + out + aux):
+            return None, None, None
+        return [tuple(s) for s in arg], [tuple(s) for s in out], [tuple(s) for s in aux]
+
+    def infer_shape_partial(self, *args, **kwargs):
+        """Like ``infer_shape``, with unknown shapes as ``()`` and unknown
+        dimensions as 0."""
+        arg, out, aux = self._h.infer_shape(self._shape_kwargs(args, kwargs, "infer_shape_partial"), True)
+        fix = lambda lst: [() if s is None else tuple(s) for s in lst]  # noqa: E731
+        return fix(arg), fix(out), fix(aux)
+
+    def infer_type(self, *args, **kwargs):
+        """``(arg_types, out_types, aux_types)`` as numpy types from some
+        input dtypes; ``(None, None, None)`` if incomplete."""
+        given = {}
+        if args:
+            for n, t in zip(self.list_arguments(), args):
+                if t is not None:
+                    given[n] = np.dtype(t).name
+        for k, t in kwargs.items():
+            if t is not None:
+                given[k] = np.dtype(t).name
+        arg, out, aux = self._h.infer_type(given)
+        if any(t is None for t in arg + out + aux):
+            return None, None, None
+        conv = lambda lst: [_np_type(t) for t in lst]  # noqa: E731
+        return conv(arg), conv(out), conv(aux)
+
+    def infer_type_partial(self, *args, **kwargs):
+        """Like ``infer_type``, with None for unknown dtypes."""
+        given = {k: np.dtype(t).name for k, t in kwargs.items() if t is not None}
+        for n, t in zip(self.list_arguments(), args):
+            if t is not None:
+                given[n] = np.dtype(t).name
+        arg, out, aux = self._h.infer_type(given)
+        conv = lambda lst: [None if t is None else _np_type(t) for t in lst]  # noqa: E731
+        return conv(arg), conv(out), conv(aux)
+
+    # ----- serialization -----------------------------------------------------
+    def tojson(self):
+        """The graph as NNVM JSON (what MXNet 1.x writes)."""
+        return self._h.tojson()
+
+    def save(self, fname, remove_amp_cast=True):
+        """Writes the graph as NNVM JSON to ``fname``."""
+        del remove_amp_cast
+        with open(fname, "w", encoding="utf-8") as f:
+            f.write(self.tojson())
+
+    def debug_str(self):
+        """A readable listing of the nodes."""
+        graph = _json.loads(self.tojson())
+        lines = []
+        for i, node in enumerate(graph["nodes"]):
+            ins = ", ".join(graph["nodes"][e[0]]["name"] for e in node["inputs"])
+            kind = "Variable" if node["op"] == "null" else f"Op:{node['op']}"
+            lines.append(f"{i}: {kind}, Name={node['name']}" + (f", Inputs=[{ins}]" if ins else ""))
+        return "\n".join(lines)
+
+    # ----- binding -------------------------------------------------------------
+    def simple_bind(self, ctx=None, grad_req="write", type_dict=None, stype_dict=None, group2ctx=None,
+                    shared_arg_names=None, shared_exec=None, shared_buffer=None, **kwargs):
+        """Binds with new zeroed arrays whose shapes are inferred from the
+        keyword shapes; returns an :class:`~oxnet.executor.Executor`."""
+        from ..executor import Executor
+
+        del group2ctx, shared_arg_names, shared_exec, shared_buffer
+        if stype_dict and any(v != "default" for v in stype_dict.values()):
+            raise MXNetError("simple_bind: oxnet has no sparse storage types")
+        ctx = Context(ctx) if ctx is not None else current_context()
+        shapes = self._shape_kwargs((), kwargs, "simple_bind")
+        types = {k: np.dtype(v).name for k, v in (type_dict or {}).items()}
+        if isinstance(grad_req, (list, tuple)):
+            grad_req = list(grad_req)
+        handle = _oxnet.executor_simple_bind(self._h, ctx, grad_req, types, shapes)
+        return Executor(handle, ctx, self)
+
+    def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
+             shared_exec=None):
+        """Binds to given arrays (lists in ``list_arguments`` order or dicts
+        by name); returns an :class:`~oxnet.executor.Executor`."""
+        from ..executor import Executor
+
+        del group2ctx, shared_exec
+        ctx = Context(ctx) if ctx is not None else current_context()
+        arg_names = self.list_arguments()
+        aux_names = self.list_auxiliary_states()
+        args = _arrays_in_order(args, arg_names, "args")
+        if args_grad is None:
+            grads = [None] * len(arg_names)
+            reqs = ["null"] * len(arg_names)
+        else:
+            grads = _arrays_in_order(args_grad, arg_names, "args_grad", allow_missing=True)
+            reqs = _reqs_in_order(grad_req, arg_names)
+            reqs = ["null" if g is None else r for g, r in zip(grads, reqs)]
+        aux = _arrays_in_order(aux_states if aux_states is not None else [], aux_names, "aux_states")
+        handle = _oxnet.executor_bind(self._h, ctx, args, grads, reqs, aux)
+        return Executor(handle, ctx, self)
+
+    _bind = bind
+
+    def eval(self, ctx=None, **kwargs):
+        """Evaluates with arrays given by argument name; returns the outputs."""
+        ctx = ctx if ctx is not None else current_context()
+        exe = self.bind(ctx, kwargs)
+        return exe.forward()
+
+    def gradient(self, wrt):
+        """Not offered (as in MXNet 1.x): bind and call ``backward``, or use
+        ``mx.autograd``."""
+        raise MXNetError("Symbol.gradient is not supported; bind the symbol and call backward")
+
+
+_DTYPE_CODES = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5, "int64": 6,
+                "bool": 7, "bfloat16": 12}
+
+
+def _dtype_code(dtype):
+    """MXNet's numeric code of a dtype (what ``__dtype__`` holds)."""
+    name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+    if name not in _DTYPE_CODES:
+        raise MXNetError(f"unsupported dtype {dtype!r}")
+    return _DTYPE_CODES[name]
+
+
+def _np_type(name):
+    if name == "bfloat16":
+        return name
+    return np.dtype(name).type
+
+
+def _arrays_in_order(given, names, what, allow_missing=False):
+    from ..ndarray import NDArray
+
+    if isinstance(given, dict):
+        extra = [k for k in given if k not in names]
+        if extra:
+            raise MXNetError(f"bind: {what} names {', '.join(map(repr, extra))}, which the symbol lacks ({', '.join(names)})")
+        out = []
+        for n in names:
+            if n not in given or given[n] is None:
+                if allow_missing:
+                    out.append(None)
+                    continue
+                raise MXNetError(f"bind: {what} has no array for {n!r}")
+            out.append(given[n])
+    else:
+        out = list(given)
+        if len(out) != len(names):
+            raise MXNetError(f"bind: {what} has {len(out)} arrays, the symbol has {len(names)} ({', '.join(names)})")
+    for n, a in zip(names, out):
+        if a is not None and not isinstance(a, NDArray):
+            raise TypeError(f"bind: {what} {n!r} must be an NDArray, got {type(a).__name__}")
+    return out
+
+
+def _reqs_in_order(grad_req, names):
+    if isinstance(grad_req, str):
+        return [grad_req] * len(names)
+    if isinstance(grad_req, dict):
+        return [grad_req.get(n, "null") for n in names]
+    reqs = list(grad_req)
+    if len(reqs) != len(names):
+        raise MXNetError(f"bind: {len(reqs)} grad_req entries for {len(names)} arguments")
+    return reqs
+
+
+def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None, stype=None,
+        profiler_scope=None, **kwargs):
+    """A variable (an input, a parameter or an aux state)."""
+    if not isinstance(name, str):
+        raise TypeError("a variable's name must be a string")
+    attrs = {stored_key(k): str(v) for k, v in AttrScope.current.get(attr).items()}
+    if shape is not None:
+        attrs["__shape__"] = str(tuple(shape))
+    if lr_mult is not None:
+        attrs["__lr_mult__"] = str(lr_mult)
+    if wd_mult is not None:
+        attrs["__wd_mult__"] = str(wd_mult)
+    if dtype is not None:
+        attrs["__dtype__"] = str(_dtype_code(dtype))
+    if init is not None:
+        attrs["__init__"] = init if isinstance(init, str) else init.dumps()
+    if stype is not None and stype != "default":
+        raise MXNetError("oxnet has no sparse storage types")
+    if profiler_scope is not None:
+        attrs["__profiler_scope__"] = str(profiler_scope)
+    for k, v in kwargs.items():
+        if not (k.startswith("__") and k.endswith("__")):
+            raise ValueError(
+                f"attribute {k!r} is not supported: extra attributes must start and end with double "
+                "underscores, e.g. __yourattr__"
+            )
+        attrs[k] = str(v)
+    return Symbol(_oxnet.sym_var(name, attrs))
+
+
+Variable = var
+
+
+def Group(symbols):
+    """One symbol with the outputs of all ``symbols``."""
+    symbols = list(symbols)
+    if not symbols or any(not isinstance(s, Symbol) for s in symbols):
+        raise TypeError("Group expects a non-empty list of Symbols")
+    return Symbol(_oxnet.sym_group([s._h for s in symbols]))
+
+
+def load_json(json_str):
+    """A symbol from NNVM JSON text (what ``tojson`` or MXNet wrote)."""
+    if not isinstance(json_str, str):
+        raise TypeError("load_json expects a string")
+    return Symbol(_oxnet.sym_from_json(json_str))
+
+
+fromjson = load_json
+
+
+def load(fname):
+    """A symbol from an NNVM JSON file (``-symbol.json``)."""
+    if not isinstance(fname, str):
+        raise TypeError("load expects a file name")
+    try:
+        with open(fname, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise MXNetError(f"cannot read symbol file {fname}: {e}") from e
+    try:
+        return load_json(text)
+    except MXNetError as e:
+        raise MXNetError(f"{fname}: {e}") from e
