@@ -416,3 +416,33 @@ def test_seed_000_softmax_trains_a_symbolic_mlp():
     losses, accuracy = seed_softmax_symbolic.train(steps=20, verbose=False)
     assert losses[-1] < 0.5 * losses[0]
     assert accuracy > 0.9
+
+
+# ----- mx.test_utils for graphs ------------------------------------------------------
+
+def test_symbolic_checks_of_test_utils():
+    from oxnet.test_utils import (check_consistency, check_numeric_gradient, check_symbolic_backward,
+                                  check_symbolic_forward, simple_forward)
+
+    x, w = mx.sym.var("x"), mx.sym.var("w")
+    y = mx.sym.tanh(mx.sym.dot(x, w))
+    xv = np.array([[0.1, -0.2], [0.3, 0.4]], dtype=np.float32)
+    wv = np.array([[0.5, 1.0, -1.0], [2.0, 0.0, 0.25]], dtype=np.float32)
+    fwd = np.tanh(xv @ wv)
+    check_symbolic_forward(y, [xv, wv], [fwd])
+    check_symbolic_forward(y, {"x": xv, "w": wv}, {y.list_outputs()[0]: fwd})
+    with pytest.raises(AssertionError):
+        check_symbolic_forward(y, [xv, wv], [fwd + 1.0])
+    head = np.ones_like(fwd)
+    dz = head * (1 - fwd ** 2)
+    grads = check_symbolic_backward(y, [xv, wv], [head], {"x": dz @ wv.T, "w": xv.T @ dz})
+    np.testing.assert_allclose(grads["w"], xv.T @ dz, rtol=1e-4, atol=1e-6)
+    check_symbolic_backward(y, [xv, wv], [head], [dz @ wv.T, xv.T @ dz], grad_req="add")
+    with pytest.raises(AssertionError):
+        check_symbolic_backward(y, [xv, wv], [head], {"x": dz @ wv.T * 2})
+    np.testing.assert_allclose(simple_forward(y, x=xv, w=wv), fwd, rtol=1e-4)
+    err = check_numeric_gradient(y, [xv, wv])
+    assert err < 1e-4
+    gt = check_consistency(y, [{"ctx": mx.cpu(), "x": (2, 2), "w": (2, 3), "type_dict": {"x": np.float32, "w": np.float32}},
+                               {"ctx": mx.cpu(), "x": (2, 2), "w": (2, 3), "type_dict": {"x": np.float64, "w": np.float64}}])
+    assert gt[y.list_outputs()[0]].dtype == np.float64 and "w_grad" in gt
