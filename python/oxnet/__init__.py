@@ -28,3 +28,4 @@ __all__ = [
     "MXNetError", "Context", "cpu", "gpu", "current_context", "num_gpus", "customop",
     "name", "attribute", "AttrScope", "symbol", "sym", "executor",
 ]
+from . import visualization; viz = visualization; __all__ += ["visualization", "viz"]  # noqa: E402,E702

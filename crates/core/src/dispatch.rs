@@ -52,6 +52,20 @@ pub fn invoke_into(
     run(op, inputs, attrs, Some((outputs, req)), None).map(|_| ()).map_err(|e| e.in_op(&op.name))
 }
 
+/// Like [`invoke_into`], with the operator instance's state given (graph
+/// executors create a stateful operator's state once and share it between
+/// its forward and backward nodes).
+pub fn invoke_into_with_state(
+    op: &Op,
+    inputs: &[&NDArray],
+    attrs: &Attrs,
+    outputs: &[NDArray],
+    req: &[Req],
+    state: Option<OpState>,
+) -> Result<()> {
+    run(op, inputs, attrs, Some((outputs, req)), state).map(|_| ()).map_err(|e| e.in_op(&op.name))
+}
+
 /// Number of (argument, aux, output) entries of `op` under `attrs`.
 pub fn arity(op: &OpDef, attrs: &Attrs) -> Result<(usize, usize, usize)> {
     let [a, x, o] = op.fixed_counts;
@@ -150,6 +164,12 @@ fn run(
             "inputs are on different devices: {device} and {}",
             other.device()
         )));
+    }
+    if crate::trace::is_tracing() {
+        return trace_call(op, inputs, attrs, provided, n_out, device);
+    }
+    if let Some(x) = inputs.iter().find(|x| x.is_meta()) {
+        x.check_has_values()?;
     }
     if let Some(dynamic) = &op.forward_dynamic {
         return run_dynamic(op, dynamic, inputs, attrs, provided, n_out, device);
@@ -266,6 +286,29 @@ fn run(
         autograd::record_node(op, attrs, inputs, &outputs, state)?;
     }
     Ok(outputs)
+}
+
+/// A call made while tracing: inference only, then the trace sink.
+fn trace_call(
+    op: &Op,
+    inputs: &[&NDArray],
+    attrs: &Attrs,
+    provided: Option<(&[NDArray], &[Req])>,
+    n_out: usize,
+    device: Device,
+) -> Result<Vec<NDArray>> {
+    if provided.is_some() {
+        return Err(Error::Invalid("writing into given output arrays (out=) cannot be traced".into()));
+    }
+    if op.forward_dynamic.is_some() {
+        return Err(Error::Invalid(
+            "its output shapes depend on the input values, so it cannot be traced into a graph".into(),
+        ));
+    }
+    let in_shapes: SmallVec<[Shape; 4]> = inputs.iter().map(|x| Shape::from_slice(x.shape())).collect();
+    let in_dtypes: SmallVec<[DType; 4]> = inputs.iter().map(|x| x.dtype()).collect();
+    let (out_shapes, out_dtypes) = infer_outputs(op, attrs, &in_shapes, &in_dtypes, n_out)?;
+    crate::trace::record(op, attrs, inputs, &out_shapes, &out_dtypes, device)
 }
 
 /// Runs an operator that allocates its own outputs.

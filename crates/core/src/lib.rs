@@ -34,6 +34,7 @@ pub mod registry;
 pub mod shape;
 pub mod storage;
 pub mod strided;
+pub mod trace;
 
 pub use attrs::{AttrKind, AttrSpec, AttrValue, Attrs};
 pub use device::Device;

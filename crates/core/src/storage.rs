@@ -14,6 +14,8 @@ enum Owner {
     Aligned(Layout),
     /// Borrowed from a foreign owner, which is dropped with the storage.
     Foreign(#[allow(dead_code)] Box<dyn Any + Send + Sync>),
+    /// No memory at all: the storage of a traced (shape-only) array.
+    Meta,
 }
 
 /// A block of device memory shared by every view onto it.
@@ -76,6 +78,30 @@ impl Storage {
     ) -> Storage {
         let ptr = NonNull::new(ptr).unwrap_or(NonNull::dangling());
         Storage { ptr, bytes, device, owner: Owner::Foreign(owner) }
+    }
+
+    /// Storage without memory, for arrays that only carry a shape and a
+    /// dtype while a graph is traced ([`crate::trace`]). Reading or writing
+    /// through it is an error.
+    pub fn meta(bytes: usize, device: Device) -> Storage {
+        Storage { ptr: NonNull::dangling(), bytes, device, owner: Owner::Meta }
+    }
+
+    /// True for the storage of a traced array, which holds no values.
+    #[inline]
+    pub fn is_meta(&self) -> bool {
+        matches!(self.owner, Owner::Meta)
+    }
+
+    /// Errors for the storage of a traced array.
+    #[inline]
+    pub fn check_has_values(&self) -> Result<()> {
+        if self.is_meta() {
+            return Err(Error::Invalid(
+                "this is a traced array: it has a shape and a dtype but no values while its graph is traced".into(),
+            ));
+        }
+        Ok(())
     }
 
     /// Start of the buffer.

@@ -1,21 +1,25 @@
 //! [`Executor`]: a symbol bound to arrays (MXNet's `bind`/`simple_bind`).
 //!
-//! Binding infers every entry's shape and dtype once and allocates every
-//! operator output once; `forward` then runs the nodes in topological order
-//! through the same operator kernels eager calls use, writing into those
-//! buffers. For training, `forward(is_train=true)` records the run on
-//! oxnet's autograd tape with the bound arguments as variables (their
-//! gradient buffers and requests `write`/`add`/`null`), and `backward` walks
-//! it: each operator differentiates by its own gradient, exactly as
-//! imperative code does.
+//! Binding infers every entry's shape and dtype once, builds the backward
+//! graph of the arguments that want gradients ([`crate::gradient`]), plans
+//! the memory of every operator output over both ([`crate::plan`]) and
+//! carves those buffers out of shared blocks once. `forward` runs the
+//! forward nodes in order through the same operator kernels eager calls
+//! use, writing into the planned buffers (no allocation per operator);
+//! `backward` runs the backward nodes and stores each argument's gradient
+//! under its request (`write`, `add`, `null`). Stateful operators get one
+//! state, shared by their forward and `_backward_` nodes.
 
+use crate::gradient::gradient;
 use crate::indexed::IndexedGraph;
 use crate::infer::{infer_dtypes, infer_shapes, is_complete};
 use crate::node::in_node;
+use crate::plan::{plan_memory, MemoryPlan};
 use crate::symbol::{shape_string, Symbol};
-use oxnet_core::autograd::{self, BackwardOptions};
-use oxnet_core::{DType, Device, Error, NDArray, Req, Result};
-use std::collections::HashMap;
+use oxnet_core::autograd;
+use oxnet_core::{DType, Device, Error, NDArray, OpState, Req, Result, Shape};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// A callback shown each operator output after it is computed:
 /// `(output name, array)`.
@@ -24,7 +28,11 @@ pub type MonitorFn = Box<dyn FnMut(&str, &NDArray) + Send>;
 /// A symbol bound to argument, gradient and auxiliary arrays.
 pub struct Executor {
     symbol: Symbol,
+    /// The forward graph followed by the backward graph.
     graph: IndexedGraph,
+    /// Operator nodes of the forward part, then of the backward part, in order.
+    forward_steps: Vec<usize>,
+    backward_steps: Vec<usize>,
     device: Device,
     arg_names: Vec<String>,
     aux_names: Vec<String>,
@@ -32,13 +40,24 @@ pub struct Executor {
     grads: Vec<Option<NDArray>>,
     reqs: Vec<Req>,
     aux: Vec<NDArray>,
-    /// Where each variable node's value comes from: (is aux, position).
-    var_slot: HashMap<usize, (bool, usize)>,
-    /// One buffer per operator output (allocated at bind).
+    /// The value of each variable node (arguments, aux states, output
+    /// gradients, constants), by node id.
+    var_values: Vec<Option<NDArray>>,
+    /// The planned buffer of each operator output, by entry id.
     buffers: Vec<Option<NDArray>>,
+    /// Operator state by node id (created on first use); backward nodes
+    /// use their forward node's (`state_source`).
+    states: Vec<Option<OpState>>,
+    state_source: HashMap<usize, usize>,
+    /// Entries of the forward heads, and of each argument's gradient.
+    head_entries: Vec<usize>,
+    grad_entries: Vec<Option<usize>>,
+    /// Buffers for the gradients flowing into each forward head.
+    head_grad_buffers: Vec<NDArray>,
+    plan: MemoryPlan,
     outputs: Vec<NDArray>,
     monitor: Option<MonitorFn>,
-    recorded: bool,
+    trained: bool,
 }
 
 /// Gradient requests for [`simple_bind`]: one for all arguments or one per argument name.
@@ -165,44 +184,106 @@ impl Executor {
             given_shapes.insert(name.clone(), a.shape().to_vec());
             given_types.insert(name.clone(), a.dtype());
         }
-        let shapes = infer_shapes(&graph, &given_shapes).map_err(|e| bind_error(e))?;
-        let types = infer_dtypes(&graph, &given_types).map_err(|e| bind_error(e))?;
+        let fwd = sym.indexed()?;
+        let (shapes, types) = complete_facts(&fwd, &given_shapes, &given_types)?;
 
-        let mut var_slot = HashMap::new();
+        // the backward graph of the arguments that want gradients
+        let wrt: Vec<usize> =
+            arg_ids.iter().zip(&reqs).filter(|(_, r)| **r != Req::Null).map(|(&n, _)| n).collect();
+        let grad = if wrt.is_empty() { None } else { Some(gradient(&fwd, &shapes, &types, &wrt, device)?) };
+        let full_symbol = match &grad {
+            Some(gg) => Symbol::group(&[sym.clone(), gg.symbol.clone()]),
+            None => sym.clone(),
+        };
+        let graph = full_symbol.indexed()?;
+        let id_of: HashMap<usize, usize> =
+            graph.nodes.iter().enumerate().map(|(i, n)| (Arc::as_ptr(n) as usize, i)).collect();
+        // (a head gradient or constant the backward graph does not read is not in it)
+        let id = |n: &Arc<crate::node::Node>| id_of.get(&(Arc::as_ptr(n) as usize)).copied();
+
+        // shapes of every entry of the full graph: the forward part's as
+        // inferred, the backward part's from its operators
+        let mut var_values: Vec<Option<NDArray>> = vec![None; graph.nodes.len()];
         for (i, &n) in arg_ids.iter().enumerate() {
-            var_slot.insert(n, (false, i));
+            if let Some(v) = id(&fwd.nodes[n]) {
+                var_values[v] = Some(args[i].clone());
+            }
         }
         for (i, &n) in aux_ids.iter().enumerate() {
-            var_slot.insert(n, (true, i));
-        }
-        let mut buffers: Vec<Option<NDArray>> = vec![None; graph.num_entries()];
-        for (n, node) in graph.nodes.iter().enumerate() {
-            let Some(call) = &node.op else { continue };
-            if call.op.forward_dynamic.is_some() {
-                continue; // allocates its own outputs at run time
+            if let Some(v) = id(&fwd.nodes[n]) {
+                var_values[v] = Some(aux[i].clone());
             }
-            for k in 0..graph.num_outputs(n) {
-                let e = graph.entry(n, k);
-                let (Some(s), Some(d)) = (&shapes[e], types[e]) else {
-                    return Err(Error::Shape(format!(
-                        "bind: node `{}` ({}): the shape or dtype of output {k} cannot be inferred",
-                        node.name, call.op.name
-                    )));
-                };
-                if !is_complete(&shapes[e]) {
-                    return Err(Error::Shape(format!(
-                        "bind: node `{}` ({}): output {k} has the incomplete shape {}",
-                        node.name,
-                        call.op.name,
-                        shape_string(s)
-                    )));
+        }
+        let mut head_grad_buffers = Vec::new();
+        let mut state_source = HashMap::new();
+        if let Some(gg) = &grad {
+            for (i, e) in gg.head_grads.iter().enumerate() {
+                let (n, k) = fwd.heads[i];
+                let fe = fwd.entry(n, k);
+                let buf = NDArray::zeros(&shapes[fe], types[fe], device)?;
+                if let Some(v) = id(&e.node) {
+                    var_values[v] = Some(buf.clone());
                 }
-                buffers[e] = Some(NDArray::zeros(s, d, device)?);
+                head_grad_buffers.push(buf);
+            }
+            for (e, value) in &gg.constants {
+                if let Some(v) = id(&e.node) {
+                    var_values[v] = Some(value.clone());
+                }
+            }
+            for (b, f) in &gg.shared_state {
+                if let (Some(b), Some(f)) = (id(b), id(f)) {
+                    state_source.insert(b, f);
+                }
             }
         }
+        let mut full_shapes = HashMap::new();
+        let mut full_types = HashMap::new();
+        for (n, v) in var_values.iter().enumerate() {
+            if let Some(v) = v {
+                full_shapes.insert(graph.nodes[n].name.clone(), v.shape().to_vec());
+                full_types.insert(graph.nodes[n].name.clone(), v.dtype());
+            }
+        }
+        let (all_shapes, all_types) = complete_facts(&graph, &full_shapes, &full_types)?;
+
+        let n_forward = fwd.nodes.len();
+        let ops: Vec<usize> = (0..graph.nodes.len()).filter(|&n| !graph.nodes[n].is_variable()).collect();
+        let forward_steps: Vec<usize> = ops.iter().copied().filter(|&n| n < n_forward).collect();
+        let backward_steps: Vec<usize> = ops.iter().copied().filter(|&n| n >= n_forward).collect();
+        let n_heads = sym.num_outputs();
+        let head_entries: Vec<usize> = graph.heads[..n_heads].iter().map(|&(n, k)| graph.entry(n, k)).collect();
+        let mut grad_entries = vec![None; arg_ids.len()];
+        let mut slot = n_heads;
+        for (i, r) in reqs.iter().enumerate() {
+            if *r != Req::Null {
+                let (n, k) = graph.heads[slot];
+                grad_entries[i] = Some(graph.entry(n, k));
+                slot += 1;
+            }
+        }
+        let keep: HashSet<usize> = head_entries.iter().chain(grad_entries.iter().flatten()).copied().collect();
+        let entry_bytes: Vec<usize> =
+            all_shapes.iter().zip(&all_types).map(|(s, d)| s.iter().product::<usize>() * d.size()).collect();
+        let steps: Vec<usize> = forward_steps.iter().chain(&backward_steps).copied().collect();
+        let plan = plan_memory(&graph, &steps, &entry_bytes, &keep);
+        let blocks = plan
+            .block_bytes
+            .iter()
+            .map(|&b| NDArray::zeros(&[b.max(1)], DType::U8, device))
+            .collect::<Result<Vec<_>>>()?;
+        let mut buffers: Vec<Option<NDArray>> = vec![None; graph.num_entries()];
+        for (e, b) in plan.block_of.iter().enumerate() {
+            if let Some(b) = b {
+                buffers[e] = Some(blocks[*b].storage_view(&all_shapes[e], all_types[e])?);
+            }
+        }
+        let states = vec![None; graph.nodes.len()];
         let mut exe = Executor {
             symbol: sym.clone(),
             graph,
+            forward_steps,
+            backward_steps,
             device,
             arg_names,
             aux_names,
@@ -210,99 +291,101 @@ impl Executor {
             grads,
             reqs,
             aux,
-            var_slot,
+            var_values,
             buffers,
+            states,
+            state_source,
+            head_entries,
+            grad_entries,
+            head_grad_buffers,
+            plan,
             outputs: Vec::new(),
             monitor: None,
-            recorded: false,
+            trained: false,
         };
-        exe.outputs = exe.head_arrays(&exe.bound_values(false)?)?;
+        exe.outputs = exe.head_entries.iter().map(|&e| exe.value(e)).collect::<Result<_>>()?;
         Ok(exe)
     }
 
-    /// The value of every variable node's entry (marked as autograd
-    /// variables when `record`).
-    fn bound_values(&self, record: bool) -> Result<HashMap<usize, NDArray>> {
-        let mut values = HashMap::new();
-        for (&n, &(is_aux, i)) in &self.var_slot {
-            let v = if is_aux {
-                self.aux[i].clone()
-            } else if record && self.reqs[i] != Req::Null {
-                let handle = self.args[i].detach();
-                let grad = self.grads[i].as_ref().expect("checked at bind");
-                autograd::mark_variables(&[&handle], &[grad], &[self.reqs[i]])?;
-                handle
-            } else {
-                self.args[i].detach()
-            };
-            values.insert(self.graph.entry(n, 0), v);
+    /// The array of entry `e`: a bound variable's or a planned buffer.
+    fn value(&self, e: usize) -> Result<NDArray> {
+        if let Some(b) = &self.buffers[e] {
+            return Ok(b.clone());
         }
-        Ok(values)
+        let n = self.graph.row_ptr.partition_point(|&p| p <= e) - 1;
+        self.var_values[n].clone().ok_or_else(|| {
+            Error::Invalid(format!("bind: variable `{}` has no array bound", self.graph.nodes[n].name))
+        })
     }
 
-    fn head_arrays(&self, values: &HashMap<usize, NDArray>) -> Result<Vec<NDArray>> {
-        self.graph
-            .heads
-            .iter()
-            .map(|&(n, k)| {
-                let e = self.graph.entry(n, k);
-                values.get(&e).cloned().or_else(|| self.buffers[e].clone()).ok_or_else(|| {
-                    Error::Invalid(format!("output of node `{}` is not computed yet", self.graph.nodes[n].name))
-                })
-            })
-            .collect()
-    }
-
-    /// Runs the graph. With `is_train` and some gradient request other than
-    /// `null`, the run is recorded for [`Executor::backward`].
-    pub fn forward(&mut self, is_train: bool) -> Result<&[NDArray]> {
-        let record = is_train && self.reqs.iter().any(|r| *r != Req::Null);
-        let _mode = if record { autograd::record_with(true) } else { autograd::pause() };
-        let _train = if is_train { autograd::train_mode() } else { autograd::predict_mode() };
-        let mut values = self.bound_values(record)?;
-        for (n, node) in self.graph.nodes.iter().enumerate() {
-            let Some(call) = &node.op else { continue };
+    /// Runs the operator nodes `steps`.
+    fn run_steps(&mut self, backward: bool) -> Result<()> {
+        let steps = if backward { self.backward_steps.clone() } else { self.forward_steps.clone() };
+        for n in steps {
+            let node = self.graph.nodes[n].clone();
+            let call = node.op.as_ref().expect("steps are operator nodes");
             let inputs: Vec<NDArray> = self.graph.inputs[n]
                 .iter()
-                .map(|&(m, k)| {
-                    let e = self.graph.entry(m, k);
-                    values.get(&e).cloned().or_else(|| self.buffers[e].clone()).expect("inputs run first")
-                })
-                .collect();
+                .map(|&(m, k)| self.value(self.graph.entry(m, k)))
+                .collect::<Result<_>>()?;
             let refs: Vec<&NDArray> = inputs.iter().collect();
-            let n_out = self.graph.num_outputs(n);
             let first = self.graph.entry(n, 0);
-            let outs = if call.op.forward_dynamic.is_some() {
-                oxnet_core::invoke_op(&call.op, &refs, &call.attrs)
-            } else {
-                let outs: Vec<NDArray> =
-                    (0..n_out).map(|k| self.buffers[first + k].clone().expect("allocated at bind")).collect();
-                let reqs = vec![Req::Write; n_out];
-                oxnet_core::invoke_into(&call.op, &refs, &call.attrs, &outs, &reqs).map(|_| outs)
-            }
-            .map_err(|e| in_node(e, &node.name, &call.op.name))?;
-            if let Some(monitor) = self.monitor.as_mut() {
-                for (k, o) in outs.iter().enumerate().take(call.visible_outputs()?) {
-                    monitor(&node.output_name(k)?, o);
+            let outs: Vec<NDArray> = (0..self.graph.num_outputs(n))
+                .map(|k| self.buffers[first + k].clone().expect("planned"))
+                .collect();
+            let state = self.state_for(n, &inputs).map_err(|e| in_node(e, &node.name, &call.op.name))?;
+            let reqs = vec![Req::Write; outs.len()];
+            oxnet_core::dispatch::invoke_into_with_state(&call.op, &refs, &call.attrs, &outs, &reqs, state)
+                .map_err(|e| in_node(e, &node.name, &call.op.name))?;
+            if !backward {
+                if let Some(monitor) = self.monitor.as_mut() {
+                    for (k, o) in outs.iter().enumerate().take(call.visible_outputs()?) {
+                        monitor(&node.output_name(k)?, o);
+                    }
                 }
             }
-            for (k, o) in outs.into_iter().enumerate() {
-                values.insert(first + k, o);
-            }
         }
-        self.outputs = self.head_arrays(&values)?;
-        self.recorded = record;
+        Ok(())
+    }
+
+    /// The state node `n` runs with: its own (created on first use), or its
+    /// forward node's for a `_backward_` node.
+    fn state_for(&mut self, n: usize, inputs: &[NDArray]) -> Result<Option<OpState>> {
+        let owner = self.state_source.get(&n).copied().unwrap_or(n);
+        if let Some(s) = &self.states[owner] {
+            return Ok(Some(s.clone()));
+        }
+        let call = self.graph.nodes[owner].op.as_ref().expect("operator node");
+        let Some(create) = &call.op.create_state else { return Ok(None) };
+        if owner != n {
+            return Err(Error::Invalid("the backward node ran before its forward node".into()));
+        }
+        let shapes: Vec<Shape> = inputs.iter().map(|x| Shape::from_slice(x.shape())).collect();
+        let dtypes: Vec<DType> = inputs.iter().map(|x| x.dtype()).collect();
+        let state = create(&call.attrs, &shapes, &dtypes, self.device)?;
+        self.states[owner] = Some(state.clone());
+        Ok(Some(state))
+    }
+
+    /// Runs the graph's forward part (in train mode for `is_train`: Dropout
+    /// is active, custom operators see `is_train`).
+    pub fn forward(&mut self, is_train: bool) -> Result<&[NDArray]> {
+        let _mode = autograd::pause();
+        let _train = if is_train { autograd::train_mode() } else { autograd::predict_mode() };
+        self.run_steps(false)?;
+        self.trained = is_train;
         Ok(&self.outputs)
     }
 
-    /// Back-propagates from the outputs of the last `forward(is_train=true)`
-    /// with `out_grads` (ones where a head has none) into the gradient
-    /// buffers, honouring each argument's request.
+    /// Runs the backward part after a `forward(is_train=true)`: the gradient
+    /// flowing into each output is `out_grads[i]` (ones where none is
+    /// given), and each argument's gradient is stored under its request.
     pub fn backward(&mut self, out_grads: &[Option<NDArray>]) -> Result<()> {
-        if !self.recorded {
-            return Err(Error::Autograd(
-                "backward needs a forward(is_train=True) first (and an argument with grad_req other than null)".into(),
-            ));
+        if !self.trained {
+            return Err(Error::Autograd("backward needs a forward(is_train=True) first".into()));
+        }
+        if self.backward_steps.is_empty() && self.grad_entries.iter().all(Option::is_none) {
+            return Ok(()); // every grad_req is null
         }
         if !out_grads.is_empty() && out_grads.len() != self.outputs.len() {
             return Err(Error::Invalid(format!(
@@ -311,25 +394,35 @@ impl Executor {
                 self.outputs.len()
             )));
         }
-        for (g, r) in self.grads.iter().zip(&self.reqs) {
-            if let (Some(g), Req::Write | Req::Inplace) = (g, r) {
-                g.fill(0.0)?;
+        for (i, buf) in self.head_grad_buffers.iter().enumerate() {
+            match out_grads.get(i).and_then(|g| g.as_ref()) {
+                Some(g) => buf.assign_from(g).map_err(|e| {
+                    Error::Shape(format!("backward: output gradient {i}: {e}"))
+                })?,
+                None => buf.fill(1.0)?,
             }
         }
-        let mut heads = Vec::new();
-        let mut head_grads = Vec::new();
-        for (i, h) in self.outputs.iter().enumerate() {
-            if !h.takes_part_in_autograd() {
-                continue;
+        let _mode = autograd::pause();
+        let _train = autograd::train_mode();
+        self.run_steps(true)?;
+        for i in 0..self.grads.len() {
+            let (Some(e), Some(dst)) = (self.grad_entries[i], self.grads[i].clone()) else { continue };
+            let g = self.value(e)?;
+            match self.reqs[i] {
+                Req::Null => {}
+                Req::Write | Req::Inplace => dst.assign_from(&g)?,
+                Req::Add => {
+                    let op = oxnet_core::registry::get("elemwise_add")?;
+                    oxnet_core::invoke_into(&op, &[&dst, &g], &oxnet_core::Attrs::empty(), &[dst.clone()], &[Req::Write])?;
+                }
             }
-            heads.push(h);
-            head_grads.push(out_grads.get(i).and_then(|g| g.as_ref()));
         }
-        if heads.is_empty() {
-            return Ok(());
-        }
-        let opts = BackwardOptions { retain_graph: true, create_graph: false, train_mode: true };
-        autograd::backward(&heads, &head_grads, opts)
+        Ok(())
+    }
+
+    /// The memory plan of the bound graph (forward and backward).
+    pub fn memory_plan(&self) -> &MemoryPlan {
+        &self.plan
     }
 
     /// Sets a callback that sees every operator output during `forward`.
@@ -464,4 +557,38 @@ impl Executor {
 
 fn bind_error(e: Error) -> Error {
     Error::Invalid(format!("bind: {e}"))
+}
+
+/// Complete shapes and dtypes of every entry of `g`, or an error naming the
+/// first node whose output stays unknown.
+fn complete_facts(
+    g: &IndexedGraph,
+    shapes: &HashMap<String, Vec<usize>>,
+    types: &HashMap<String, DType>,
+) -> Result<(Vec<Vec<usize>>, Vec<DType>)> {
+    let s = infer_shapes(g, shapes).map_err(bind_error)?;
+    let t = infer_dtypes(g, types).map_err(bind_error)?;
+    let mut out_s = Vec::with_capacity(s.len());
+    let mut out_t = Vec::with_capacity(t.len());
+    for (n, node) in g.nodes.iter().enumerate() {
+        for k in 0..g.num_outputs(n) {
+            let e = g.entry(n, k);
+            match (&s[e], t[e]) {
+                (Some(shape), Some(dtype)) if is_complete(&s[e]) => {
+                    out_s.push(shape.clone());
+                    out_t.push(dtype);
+                }
+                (shape, _) => {
+                    return Err(Error::Shape(format!(
+                        "bind: node `{}` ({}): output {k} has {} shape and {} dtype",
+                        node.name,
+                        node.op_name(),
+                        shape.as_ref().map_or("an unknown".to_string(), |s| format!("the incomplete {}", shape_string(s))),
+                        t[e].map_or("an unknown".to_string(), |d| d.name().to_string()),
+                    )))
+                }
+            }
+        }
+    }
+    Ok((out_s, out_t))
 }

@@ -22,13 +22,17 @@
 //! assert_eq!(exe.grad_arrays()[0].as_ref().unwrap().to_vec::<f32>().unwrap(), vec![0.25, 0.25]);
 //! ```
 
+pub mod dot;
 pub mod executor;
+pub mod gradient;
 pub mod indexed;
 pub mod infer;
 pub mod json;
 pub mod names;
 pub mod node;
+pub mod plan;
 pub mod symbol;
+pub mod trace;
 
 pub use executor::{simple_bind, Executor, GradReqs, MonitorFn};
 pub use indexed::IndexedGraph;

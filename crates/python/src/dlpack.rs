@@ -4,6 +4,7 @@
 //! engine array alive until the consumer calls the deleter.
 
 use oxnet_core::{DType, Device, NDArray};
+use crate::errors::IntoPyResult;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use std::ffi::{c_void, CStr};
@@ -83,6 +84,7 @@ fn dl_dtype(dt: DType) -> DLDataType {
 
 /// A `dltensor` capsule viewing `a`'s memory.
 pub fn export(py: Python<'_>, a: NDArray) -> PyResult<Bound<'_, PyAny>> {
+    a.check_has_values().py()?;
     let mut shape: Vec<i64> = a.shape().iter().map(|&d| d as i64).collect();
     let mut strides: Vec<i64> = a.strides().iter().map(|&s| s as i64).collect();
     let (device_type, device_id) = device_of(&a);

@@ -75,6 +75,7 @@ impl AlignedNative for Bound<'_, PyUntypedArray> {
 pub fn to_numpy<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound<'py, PyAny>> {
     let numpy_name =
         dtype::typestr(a.dtype()).map(|_| a.dtype().name()).ok_or_else(|| dtype::no_numpy_type(a.dtype()))?;
+    a.check_has_values().py()?;
     let dense = if a.is_contiguous() { a.clone() } else { a.contiguous().py()? };
     let descr = PyArrayDescr::new(py, numpy_name)?;
     let mut dims: Vec<npy_intp> = dense.shape().iter().map(|&d| d as npy_intp).collect();
@@ -108,6 +109,7 @@ pub fn to_numpy<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound<'py, PyAny>
 pub fn array_interface<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound<'py, PyDict>> {
     let typestr = dtype::typestr(a.dtype()).ok_or_else(|| dtype::no_numpy_type(a.dtype()))?;
     a.device().ensure_available().py()?;
+    a.check_has_values().py()?;
     let d = PyDict::new(py);
     d.set_item("version", 3)?;
     d.set_item("typestr", typestr)?;

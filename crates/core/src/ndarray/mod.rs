@@ -97,6 +97,18 @@ impl NDArray {
         numel(&self.inner.shape)
     }
 
+    /// True for a traced (shape-only) array, which has no values.
+    #[inline]
+    pub fn is_meta(&self) -> bool {
+        self.inner.storage.is_meta()
+    }
+
+    /// Errors for a traced array (one that has a shape but no values).
+    #[inline]
+    pub fn check_has_values(&self) -> Result<()> {
+        self.inner.storage.check_has_values()
+    }
+
     /// The shared storage.
     pub fn storage(&self) -> &Arc<Storage> {
         &self.inner.storage
@@ -148,6 +160,7 @@ impl NDArray {
     #[inline]
     pub fn data_ptr<T: Element>(&self) -> Result<*mut T> {
         self.check_dtype::<T>()?;
+        self.inner.storage.check_has_values()?;
         Ok(self.raw_ptr() as *mut T)
     }
 
@@ -169,6 +182,7 @@ impl NDArray {
     }
 
     fn check_dense(&self) -> Result<()> {
+        self.inner.storage.check_has_values()?;
         if !self.is_contiguous() {
             return Err(Error::Invalid("array is not contiguous; call .contiguous() first".into()));
         }
@@ -215,6 +229,7 @@ impl NDArray {
     /// Copies the elements, converted to `T`, in row-major order (any layout).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.device().ensure_available()?;
+        self.inner.storage.check_has_values()?;
         let mut out = Vec::with_capacity(self.size());
         crate::with_dtype!(self.dtype(), S => {
             let p = self.raw_ptr() as *const S;
@@ -266,6 +281,8 @@ impl NDArray {
         self.check_writable()?;
         self.device().ensure_available()?;
         src.device().ensure_available()?;
+        self.inner.storage.check_has_values()?;
+        src.inner.storage.check_has_values()?;
         let src_strides =
             crate::shape::broadcast_strides(src.shape(), src.strides(), self.shape()).map_err(|_| {
                 Error::Shape(format!(
@@ -305,6 +322,7 @@ impl NDArray {
     /// Sets every element to `value`.
     pub fn fill(&self, value: f64) -> Result<()> {
         self.check_writable()?;
+        self.inner.storage.check_has_values()?;
         self.device().ensure_available()?;
         crate::with_dtype!(self.dtype(), D => {
             let v = D::from_f64(value);

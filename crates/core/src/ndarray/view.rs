@@ -2,7 +2,7 @@
 
 use super::NDArray;
 use crate::shape::{broadcast_strides, normalize_axis, resolve_reshape, Shape, Strides};
-use crate::{Error, Result};
+use crate::{DType, Error, Result};
 
 /// One axis of a slice: numpy's `begin:end:step`, with `None` meaning "from the
 /// start"/"to the end" and negative indices counting from the end.
@@ -68,6 +68,27 @@ impl NDArray {
         let src = self.contiguous()?;
         let strides = crate::shape::contiguous_strides(&new_shape);
         Ok(src.with_layout(new_shape, strides, src.offset()))
+    }
+
+    /// A contiguous array of `shape` and `dtype` over the start of this
+    /// array's storage, whatever this array's own dtype and layout (graph
+    /// executors carve planned buffers out of shared blocks this way). The
+    /// storage must hold enough bytes.
+    pub fn storage_view(&self, shape: &[usize], dtype: DType) -> Result<NDArray> {
+        let bytes = crate::shape::numel(shape).saturating_mul(dtype.size());
+        if bytes > self.storage().bytes() {
+            return Err(Error::Shape(format!(
+                "a {dtype} view of shape {shape:?} needs {bytes} bytes; the storage holds {}",
+                self.storage().bytes()
+            )));
+        }
+        Ok(NDArray::from_parts(
+            self.storage().clone(),
+            Shape::from_slice(shape),
+            crate::shape::contiguous_strides(shape),
+            0,
+            dtype,
+        ))
     }
 
     /// Reshapes to an explicit shape (no codes).
