@@ -39,6 +39,12 @@ pub fn invoke_op(op: &Op, inputs: &[&NDArray], attrs: &Attrs) -> Result<Vec<NDAr
     run(op, inputs, attrs, None, None).map_err(|e| e.in_op(&op.name))
 }
 
+/// Like [`invoke_op`], with the operator instance's state given (shared
+/// with another call, as a graph's forward and `_backward_` nodes share it).
+pub fn invoke_op_with_state(op: &Op, inputs: &[&NDArray], attrs: &Attrs, state: Option<OpState>) -> Result<Vec<NDArray>> {
+    run(op, inputs, attrs, None, state).map_err(|e| e.in_op(&op.name))
+}
+
 /// Calls an operator writing into caller-provided `outputs` under `req`
 /// (MXNet's `out=`). Outputs may alias inputs; the result is as if the
 /// inputs were read first.

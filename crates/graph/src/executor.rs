@@ -43,6 +43,8 @@ pub struct Executor {
     /// The value of each variable node (arguments, aux states, output
     /// gradients, constants), by node id.
     var_values: Vec<Option<NDArray>>,
+    /// Node ids of the argument and aux variables: (node, (is aux, position)).
+    var_nodes: Vec<(usize, (bool, usize))>,
     /// The planned buffer of each operator output, by entry id.
     buffers: Vec<Option<NDArray>>,
     /// Operator state by node id (created on first use); backward nodes
@@ -204,14 +206,17 @@ impl Executor {
         // shapes of every entry of the full graph: the forward part's as
         // inferred, the backward part's from its operators
         let mut var_values: Vec<Option<NDArray>> = vec![None; graph.nodes.len()];
+        let mut var_nodes = Vec::new();
         for (i, &n) in arg_ids.iter().enumerate() {
             if let Some(v) = id(&fwd.nodes[n]) {
                 var_values[v] = Some(args[i].clone());
+                var_nodes.push((v, (false, i)));
             }
         }
         for (i, &n) in aux_ids.iter().enumerate() {
             if let Some(v) = id(&fwd.nodes[n]) {
                 var_values[v] = Some(aux[i].clone());
+                var_nodes.push((v, (true, i)));
             }
         }
         let mut head_grad_buffers = Vec::new();
@@ -292,6 +297,7 @@ impl Executor {
             reqs,
             aux,
             var_values,
+            var_nodes,
             buffers,
             states,
             state_source,
@@ -423,6 +429,44 @@ impl Executor {
     /// The memory plan of the bound graph (forward and backward).
     pub fn memory_plan(&self) -> &MemoryPlan {
         &self.plan
+    }
+
+    /// Binds new argument and aux arrays of the same shapes and dtypes as
+    /// the bound ones (a cached graph runs one executor on many inputs).
+    pub fn set_inputs(&mut self, args: Vec<NDArray>, aux: Vec<NDArray>) -> Result<()> {
+        if args.len() != self.args.len() || aux.len() != self.aux.len() {
+            return Err(Error::Invalid(format!(
+                "{} arguments and {} aux states given, the graph has {} and {}",
+                args.len(),
+                aux.len(),
+                self.args.len(),
+                self.aux.len()
+            )));
+        }
+        let names = self.arg_names.iter().chain(&self.aux_names);
+        for ((new, old), name) in args.iter().chain(&aux).zip(self.args.iter().chain(&self.aux)).zip(names) {
+            if new.shape() != old.shape() || new.dtype() != old.dtype() {
+                return Err(Error::Shape(format!(
+                    "input `{name}` has shape {} and dtype {}; the graph was bound for {} and {}",
+                    shape_string(new.shape()),
+                    new.dtype(),
+                    shape_string(old.shape()),
+                    old.dtype()
+                )));
+            }
+        }
+        for (n, slot) in self.var_nodes.clone() {
+            let value = match slot {
+                (false, i) => args[i].clone(),
+                (true, i) => aux[i].clone(),
+            };
+            self.var_values[n] = Some(value);
+        }
+        self.args = args;
+        self.aux = aux;
+        // an output that is a variable shows the new array
+        self.outputs = self.head_entries.iter().map(|&e| self.value(e)).collect::<Result<_>>()?;
+        Ok(())
     }
 
     /// Sets a callback that sees every operator output during `forward`.

@@ -23,6 +23,7 @@
 //! ```
 
 pub mod dot;
+pub mod cached;
 pub mod executor;
 pub mod gradient;
 pub mod indexed;
@@ -34,6 +35,7 @@ pub mod plan;
 pub mod symbol;
 pub mod trace;
 
+pub use cached::CachedGraph;
 pub use executor::{simple_bind, Executor, GradReqs, MonitorFn};
 pub use indexed::IndexedGraph;
 pub use node::{Entry, Node, OpCall};

@@ -1,0 +1,136 @@
+//! Cached graphs: called like an operator, one tape node under autograd,
+//! mixed with imperative code, differentiated twice, called from threads.
+
+use oxnet_core::autograd::{self, BackwardOptions};
+use oxnet_core::{invoke1, DType, NDArray, Req};
+use oxnet_graph::{CachedGraph, Symbol};
+
+fn close(a: &NDArray, b: &NDArray, tol: f64) {
+    let (a, b) = (a.to_vec::<f64>().unwrap(), b.to_vec::<f64>().unwrap());
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{a:?} vs {b:?}");
+    }
+}
+
+/// y = tanh(FullyConnected(x, w, no_bias)) as a cached graph.
+fn layer() -> CachedGraph {
+    let x = Symbol::var("x");
+    let w = Symbol::var("w");
+    let h = Symbol::compose_op(
+        "FullyConnected",
+        &[x, w],
+        &[],
+        vec![("num_hidden".into(), "3".into()), ("no_bias".into(), "True".into())],
+        Some("fc"),
+        Default::default(),
+    )
+    .unwrap();
+    CachedGraph::new(&Symbol::op("tanh", &[&h], &[], Some("t")).unwrap()).unwrap()
+}
+
+fn eager_layer(x: &NDArray, w: &NDArray) -> NDArray {
+    let h = invoke1("FullyConnected", &[x, w], &[("num_hidden", 3.into()), ("no_bias", true.into())]).unwrap();
+    invoke1("tanh", &[&h], &[]).unwrap()
+}
+
+fn data() -> (NDArray, NDArray) {
+    let x = NDArray::from_vec(vec![0.1f64, -0.2, 0.3, 0.4, -0.5, 0.6], &[2, 3]).unwrap();
+    let w = NDArray::from_vec((0..9).map(|i| (i as f64 - 4.0) / 5.0).collect::<Vec<_>>(), &[3, 3]).unwrap();
+    (x, w)
+}
+
+#[test]
+fn a_call_computes_what_eager_code_computes_and_reuses_its_executor() {
+    let cg = layer();
+    assert_eq!(cg.input_names(), ["x", "w"]);
+    let (x, w) = data();
+    let y = cg.call(&[&x, &w]).unwrap();
+    close(&y[0], &eager_layer(&x, &w), 1e-12);
+    assert_eq!(cg.pooled_executors(), 1);
+    cg.call(&[&x, &w]).unwrap();
+    assert_eq!(cg.pooled_executors(), 1);
+    let err = cg.call(&[&x]).unwrap_err().to_string();
+    assert!(err.contains("takes 2 inputs"), "{err}");
+}
+
+#[test]
+fn graph_and_imperative_code_mix_under_autograd() {
+    let cg = layer();
+    let (x, w) = data();
+    let (x2, w2) = (x.copy().unwrap(), w.copy().unwrap());
+    for a in [&x, &w, &x2, &w2] {
+        a.attach_grad(Req::Write).unwrap();
+    }
+    let mixed = {
+        let _rec = autograd::record();
+        let pre = invoke1("sigmoid", &[&x], &[]).unwrap();
+        let y = cg.call(&[&pre, &w]).unwrap().remove(0);
+        // a second call before any backward keeps its own buffers
+        let y2 = cg.call(&[&pre, &w]).unwrap().remove(0);
+        let s = invoke1("elemwise_add", &[&y, &invoke1("_mul_scalar", &[&y2], &[("scalar", 2.0.into())]).unwrap()], &[]).unwrap();
+        invoke1("sum", &[&s], &[]).unwrap()
+    };
+    mixed.backward().unwrap();
+    let eager = {
+        let _rec = autograd::record();
+        let pre = invoke1("sigmoid", &[&x2], &[]).unwrap();
+        let y = eager_layer(&pre, &w2);
+        let s = invoke1("_mul_scalar", &[&y], &[("scalar", 3.0.into())]).unwrap();
+        invoke1("sum", &[&s], &[]).unwrap()
+    };
+    eager.backward().unwrap();
+    close(&mixed, &eager, 1e-12);
+    close(&x.grad().unwrap(), &x2.grad().unwrap(), 1e-10);
+    close(&w.grad().unwrap(), &w2.grad().unwrap(), 1e-10);
+}
+
+#[test]
+fn second_order_gradients_flow_through_a_cached_graph() {
+    let cg = layer();
+    let (x, w) = data();
+    let x2 = x.copy().unwrap();
+    x.attach_grad(Req::Write).unwrap();
+    x2.attach_grad(Req::Write).unwrap();
+    let opts = BackwardOptions { retain_graph: true, create_graph: true, train_mode: true };
+    let second = |xv: &NDArray, f: &dyn Fn(&NDArray) -> NDArray| {
+        let y = {
+            let _rec = autograd::record();
+            invoke1("sum", &[&f(xv)], &[]).unwrap()
+        };
+        let gx = autograd::grad(&[&y], &[xv], &[], opts).unwrap().remove(0);
+        let z = {
+            let _rec = autograd::record();
+            invoke1("sum", &[&invoke1("square", &[&gx], &[]).unwrap()], &[]).unwrap()
+        };
+        z.backward().unwrap();
+        (gx, xv.grad().unwrap())
+    };
+    let (g_graph, gg_graph) = second(&x, &|a| cg.call(&[a, &w]).unwrap().remove(0));
+    let (g_eager, gg_eager) = second(&x2, &|a| eager_layer(a, &w));
+    close(&g_graph, &g_eager, 1e-10);
+    close(&gg_graph, &gg_eager, 1e-9);
+    assert!(gg_eager.to_vec::<f64>().unwrap().iter().any(|v| v.abs() > 1e-6));
+}
+
+#[test]
+fn one_cached_graph_serves_several_threads() {
+    let cg = std::sync::Arc::new(layer());
+    let (_, w) = data();
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let cg = cg.clone();
+            let w = w.copy().unwrap();
+            std::thread::spawn(move || {
+                for i in 0..20 {
+                    let x = NDArray::full(&[2, 3], (t * 20 + i) as f64 / 100.0, DType::F64, oxnet_core::Device::Cpu).unwrap();
+                    let y = cg.call(&[&x, &w]).unwrap().remove(0);
+                    close(&y, &eager_layer(&x, &w), 1e-12);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+}
