@@ -446,3 +446,51 @@ def test_symbolic_checks_of_test_utils():
     gt = check_consistency(y, [{"ctx": mx.cpu(), "x": (2, 2), "w": (2, 3), "type_dict": {"x": np.float32, "w": np.float32}},
                                {"ctx": mx.cpu(), "x": (2, 2), "w": (2, 3), "type_dict": {"x": np.float64, "w": np.float64}}])
     assert gt[y.list_outputs()[0]].dtype == np.float64 and "w_grad" in gt
+
+
+# ----- tracing and cached graphs -------------------------------------------------------
+
+def test_python_nd_code_traces_into_a_symbol():
+    def block(x, w):
+        h = mx.nd.FullyConnected(x, w, num_hidden=3, no_bias=True)
+        with pytest.raises(mx.MXNetError, match="traced array"):
+            h.asnumpy()
+        return mx.nd.relu(h) * 2.0
+
+    sym = mx.sym.trace(block, {"x": (2, 4), "w": (3, 4)})
+    assert sym.list_arguments() == ["x", "w"]
+    xv = np.random.RandomState(0).uniform(-1, 1, (2, 4)).astype(np.float32)
+    wv = np.random.RandomState(1).uniform(-1, 1, (3, 4)).astype(np.float32)
+    got = sym.eval(x=mx.nd.array(xv), w=mx.nd.array(wv))[0].asnumpy()
+    np.testing.assert_allclose(got, np.maximum(xv @ wv.T, 0) * 2.0, rtol=1e-5)
+    with pytest.raises(ZeroDivisionError):
+        mx.sym.trace(lambda x: 1 / 0, {"x": (1,)})
+    with pytest.raises(mx.MXNetError, match="not inputs"):
+        mx.sym.trace(lambda x: x + mx.nd.ones((1,)), {"x": (1,)})
+
+
+def test_cached_op_runs_a_symbol_and_records_one_node():
+    net = mlp()
+    op = mx.nd.CachedOp(net, flags=[("static_alloc", True)])
+    assert op.input_names == net.list_arguments()
+    rng = np.random.RandomState(3)
+    shapes = dict(zip(net.list_arguments(), net.infer_shape(data=(3, 4))[0]))
+    values = {k: mx.nd.array(rng.uniform(-1, 1, s)) for k, s in shapes.items()}
+    out = op(*[values[k] for k in op.input_names])
+    ref = net.eval(**values)[0]
+    np.testing.assert_allclose(out.asnumpy(), ref.asnumpy(), rtol=1e-6)
+    # under autograd, mixed with imperative code
+    w = values["fc1_weight"]
+    w.attach_grad()
+    w2 = w.copy()
+    w2.attach_grad()
+    with mx.autograd.record():
+        args = dict(values, fc1_weight=w)
+        y = op(**args) * mx.nd.array([[1.0, 2.0, 3.0]])
+    y.backward()
+    with mx.autograd.record():
+        h = mx.nd.tanh(mx.nd.FullyConnected(values["data"], w2, values["fc1_bias"], num_hidden=5))
+        z = mx.nd.softmax(mx.nd.FullyConnected(h, values["fc2_weight"], values["fc2_bias"], num_hidden=3))
+        z = z * mx.nd.array([[1.0, 2.0, 3.0]])
+    z.backward()
+    np.testing.assert_allclose(w.grad.asnumpy(), w2.grad.asnumpy(), rtol=1e-5, atol=1e-7)

@@ -343,3 +343,78 @@ pub fn executor_simple_bind(
     let exe = simple_bind(&sym.inner, device, &reqs, &types, &shapes).py()?;
     Ok(ExecutorHandle { inner: Mutex::new(exe) })
 }
+
+/// A cached graph: `handle(*arrays)` runs it (`mx.nd.CachedOp`).
+#[pyclass(frozen, name = "CachedOpHandle", module = "oxnet._oxnet")]
+pub struct CachedOpHandle {
+    inner: oxnet_graph::CachedGraph,
+}
+
+#[pymethods]
+impl CachedOpHandle {
+    #[new]
+    fn new(sym: &SymbolHandle) -> PyResult<Self> {
+        Ok(CachedOpHandle { inner: oxnet_graph::CachedGraph::new(&sym.inner).py()? })
+    }
+
+    fn input_names(&self) -> Vec<String> {
+        self.inner.input_names().to_vec()
+    }
+
+    fn call(&self, py: Python<'_>, inputs: Vec<PyRef<'_, PyNDArray>>) -> PyResult<Vec<PyNDArray>> {
+        let arrays: Vec<NDArray> = inputs.iter().map(|a| a.inner.clone()).collect();
+        let outs = py
+            .detach(|| {
+                let refs: Vec<&NDArray> = arrays.iter().collect();
+                self.inner.call(&refs)
+            })
+            .py()?;
+        Ok(arrays_owned(outs))
+    }
+}
+
+fn arrays_owned(v: Vec<NDArray>) -> Vec<PyNDArray> {
+    v.into_iter().map(PyNDArray::from).collect()
+}
+
+/// Traces `func` called with traced arrays of the given `(name, shape,
+/// dtype)`; its NDArray results become the symbol's outputs.
+#[pyfunction]
+pub fn trace_function(
+    py: Python<'_>,
+    func: Py<PyAny>,
+    inputs: Vec<(String, Vec<usize>, String)>,
+) -> PyResult<SymbolHandle> {
+    let specs = inputs
+        .iter()
+        .map(|(n, s, d)| Ok((n.as_str(), s.as_slice(), DType::from_name(d)?)))
+        .collect::<oxnet_core::Result<Vec<_>>>()
+        .py()?;
+    let mut py_error: Option<PyErr> = None;
+    let traced = oxnet_graph::trace::trace(&specs, |xs| {
+        let args: Vec<PyNDArray> = xs.iter().cloned().map(PyNDArray::from).collect();
+        let call = || -> PyResult<Vec<NDArray>> {
+            let args = pyo3::types::PyTuple::new(py, args)?;
+            let result = func.call1(py, args)?.into_bound(py);
+            crate::array::one_or_many(&result)
+        };
+        call().map_err(|e| {
+            let msg = e.to_string();
+            py_error = Some(e);
+            oxnet_core::Error::Invalid(msg)
+        })
+    });
+    match (traced, py_error) {
+        (_, Some(e)) => Err(e),
+        (Ok(t), None) => {
+            if !t.constants.is_empty() {
+                return Err(crate::errors::MXNetError::new_err(format!(
+                    "trace: the function used {} array(s) that are not inputs; pass them as inputs",
+                    t.constants.len()
+                )));
+            }
+            Ok(wrap(t.symbol))
+        }
+        (Err(e), None) => Err(e).py(),
+    }
+}

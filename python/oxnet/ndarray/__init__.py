@@ -8,13 +8,14 @@ reference's names and keyword attributes::
 """
 
 from .. import _oxnet
+from ..base import MXNetError
 from .._oxnet import NDArray
 from . import random
 from ._ops import refresh as _refresh_ops
 
 __all__ = [
     "NDArray", "array", "zeros", "ones", "full", "empty", "arange", "waitall",
-    "uniform", "normal", "random_uniform", "random_normal", "random", "invoke",
+    "uniform", "normal", "random_uniform", "random_normal", "random", "invoke", "CachedOp",
 ]
 
 
@@ -72,3 +73,49 @@ random_uniform = random.uniform
 random_normal = random.normal
 
 _refresh_ops(globals())
+
+
+class CachedOp:
+    """A symbol compiled once and called with arrays, as one operator
+    (MXNet's ``mx.nd.CachedOp``; what ``hybridize()`` runs)::
+
+        op = mx.nd.CachedOp(net)          # net: an mx.sym.Symbol
+        out = op(data, weight, bias)      # arrays in net.list_inputs() order
+
+    Buffers are planned once per input shape and reused; under
+    ``autograd.record()`` the call is one node on the tape, differentiable
+    again with ``create_graph``. ``flags`` (``static_alloc``,
+    ``static_shape``, ...) are accepted: buffers are always kept per shape.
+    """
+
+    def __init__(self, sym, flags=()):
+        self._flags = dict(flags)
+        self._sym = sym
+        self._h = _oxnet.CachedOpHandle(sym._h)
+
+    @property
+    def input_names(self):
+        """Names of the inputs a call takes, in order."""
+        return self._h.input_names()
+
+    def __call__(self, *args, **kwargs):
+        out = kwargs.pop("out", None)
+        kwargs.pop("default_ctx", None)
+        if kwargs:
+            names = self.input_names
+            given = dict(zip(names, args))
+            for k, v in kwargs.items():
+                if k not in names:
+                    raise MXNetError(f"CachedOp: no input named {k!r} (inputs: {', '.join(names)})")
+                given[k] = v
+            missing = [n for n in names if n not in given]
+            if missing:
+                raise MXNetError(f"CachedOp: missing input(s) {', '.join(missing)}")
+            args = [given[n] for n in names]
+        results = self._h.call(list(args))
+        if out is not None:
+            targets = out if isinstance(out, (list, tuple)) else [out]
+            for t, r in zip(targets, results):
+                t[:] = r
+            return out
+        return results[0] if len(results) == 1 else results

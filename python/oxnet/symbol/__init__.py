@@ -12,9 +12,9 @@ One function per registry operator (built-in, custom, or loaded from a
 library) is generated here, as in ``mx.nd``.
 """
 
-from .symbol import Symbol, var, Variable, Group, load, load_json, fromjson
+from .symbol import Symbol, var, Variable, Group, load, load_json, fromjson, trace
 from ._ops import refresh as _refresh_ops
 
-__all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson"]
+__all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson", "trace"]
 
 _refresh_ops(globals())

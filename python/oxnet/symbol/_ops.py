@@ -8,7 +8,7 @@ keywords (any value; turned into MXNet's string form), ``name=`` and
 from .. import _oxnet
 from ..ndarray._ops import _docstring
 
-_RESERVED = {"var", "Variable", "Group", "load", "load_json", "fromjson", "Symbol", "zeros", "ones"}
+_RESERVED = {"var", "Variable", "Group", "load", "load_json", "fromjson", "Symbol", "trace"}
 
 
 def _make(fname, op_name, attr_names):

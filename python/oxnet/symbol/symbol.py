@@ -13,7 +13,7 @@ from ..base import MXNetError
 from ..context import Context, current_context
 from ..name import NameManager
 
-__all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson", "compose_op"]
+__all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson", "compose_op", "trace"]
 
 
 def _param_text(value):
@@ -494,3 +494,32 @@ def load(fname):
         return load_json(text)
     except MXNetError as e:
         raise MXNetError(f"{fname}: {e}") from e
+
+
+def trace(func, inputs):
+    """Traces imperative code into a Symbol (an oxnet extension).
+
+    ``func`` is called once with traced NDArrays (shape and dtype, no
+    values; reading values raises) and returns an NDArray or a list of
+    them, computed with ``mx.nd`` operators. ``inputs`` maps each input
+    name to a shape, a ``(shape, dtype)`` pair or an example NDArray (a list
+    of NDArrays names them ``data0``, ``data1``, ...). The operators ``func``
+    calls become the symbol's nodes::
+
+        sym = mx.sym.trace(lambda x: mx.nd.relu(x) * 2, {"x": (4, 3)})
+    """
+    from ..ndarray import NDArray
+
+    if isinstance(inputs, (list, tuple)):
+        inputs = {f"data{i}": a for i, a in enumerate(inputs)}
+    specs = []
+    for name, spec in inputs.items():
+        if isinstance(spec, NDArray):
+            shape, dtype = spec.shape, spec.dtype
+        elif isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], (tuple, list)):
+            shape, dtype = spec
+        else:
+            shape, dtype = spec, np.float32
+        dtype = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+        specs.append((name, [int(d) for d in shape], dtype))
+    return Symbol(_oxnet.trace_function(func, specs))
