@@ -225,6 +225,14 @@ fn cached_op_def(
         }))
 }
 
+/// The gradient of running `symbol` on `g.inputs` (its `list_inputs`, the
+/// first `n_args` of them arguments): the forward and backward graphs
+/// evaluated with operator calls, recorded when autograd records (so it
+/// differentiates again). Subgraph operators use it as their gradient rule.
+pub fn graph_gradient(symbol: &Symbol, n_args: usize, g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
+    eager_gradient(symbol, n_args, g)
+}
+
 /// The gradient of a cached call computed with recorded operator calls:
 /// the forward graph and its backward graph evaluated eagerly on the call's
 /// inputs (which carry their autograd identity), so the result can be

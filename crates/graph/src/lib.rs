@@ -31,6 +31,7 @@ pub mod infer;
 pub mod json;
 pub mod names;
 pub mod node;
+pub mod partition;
 pub mod plan;
 pub mod symbol;
 pub mod trace;
