@@ -1,7 +1,8 @@
 //! Calling a loaded library's partitioners and graph passes.
 //!
-//! oxnet has no graph layer yet; these are the calls it will make. Graphs
-//! cross the ABI as NNVM graph JSON text. A [`PartitionStrategy`] marks the
+//! The graph layer's `optimize_for` makes these calls (each loaded
+//! partitioner and pass is registered there as a backend; see
+//! `backends.rs`). Graphs cross the ABI as NNVM graph JSON text. A [`PartitionStrategy`] marks the
 //! nodes it supports (through `supported_ops`, or by driving the library's
 //! selector over the graph's edges) and reviews each subgraph; a
 //! [`GraphPass`] rewrites a graph and may create parameters through the

@@ -21,6 +21,7 @@
 //! point into them). Loading a path again returns the library loaded
 //! before. Any failure leaves the registry as it was.
 
+mod backends;
 mod call;
 mod convert;
 mod graph_ext;

@@ -200,6 +200,7 @@ pub fn load_with(path: impl AsRef<Path>, options: &LoadOptions) -> Result<Librar
             );
         }
     }
+    crate::backends::register(&lib);
     guard.get_or_insert_with(HashMap::new).insert(key, lib.clone());
     Ok(lib)
 }
