@@ -118,3 +118,33 @@ def test_errors_carry_the_librarys_messages(mx_ops):
     # mx.MXNetError is the same class, and the library stays usable
     assert mx.MXNetError is MXNetError
     np.testing.assert_allclose(nd.mx_gemm(nd.ones((2, 2)), nd.ones((2, 1))).asnumpy(), [[2.0], [2.0]])
+
+
+def test_optimize_for_with_the_librarys_partitioner_and_pass(mx_ops):
+    """MXNet's lib_subgraph/lib_pass flow: mx_part replaces the gemm chain by
+    one `_mx_subgraph_op` node (the library does not define that operator,
+    so oxnet runs the subgraph itself); mx_tag_pass tags every node."""
+    x, w = mx.sym.var("x"), mx.sym.var("w")
+    net = mx.sym.tanh(mx.sym.mx_gemm(mx.sym.relu(mx.sym.mx_gemm(x, w, name="g0"), name="r0"), w, name="g1"), name="t0")
+    rng = np.random.default_rng(5)
+    args = {"x": nd.array(rng.normal(size=(2, 3))), "w": nd.array(rng.normal(size=(3, 3)) / 2)}
+    want = net.eval(**args)[0].asnumpy()
+    part = net.optimize_for("mx_part", ops="mx_gemm,relu")
+    graph = part.tojson()
+    assert "_mx_subgraph_op" in graph and "mx_reviewed" in graph
+    np.testing.assert_allclose(part.eval(**args)[0].asnumpy(), want, rtol=1e-5)
+    # gradients through the subgraph node match the original graph's
+    grads = {k: nd.zeros(v.shape) for k, v in args.items()}
+    grads2 = {k: nd.zeros(v.shape) for k, v in args.items()}
+    for sym, g in ((net, grads), (part, grads2)):
+        exe = sym.bind(mx.cpu(), dict(args), args_grad=g)
+        exe.forward(is_train=True)
+        exe.backward(nd.ones((2, 3)))
+    for k in args:
+        np.testing.assert_allclose(grads2[k].asnumpy(), grads[k].asnumpy(), rtol=1e-5, atol=1e-6)
+    # exported, loaded back, it still runs
+    np.testing.assert_allclose(mx.sym.load_json(graph).eval(**args)[0].asnumpy(), want, rtol=1e-5)
+    tagged = net.optimize_for("mx_tag_pass", tag="hello")
+    assert tagged.attr_dict()["g0"]["mx_tag"] == "hello"
+    with pytest.raises(MXNetError, match="no backend `nope`"):
+        net.optimize_for("nope")

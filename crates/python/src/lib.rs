@@ -61,5 +61,7 @@ fn _oxnet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(symbol::executor_simple_bind, m)?)?;
     m.add_class::<symbol::CachedOpHandle>()?;
     m.add_function(wrap_pyfunction!(symbol::trace_function, m)?)?;
+    m.add_function(wrap_pyfunction!(symbol::sym_optimize_for, m)?)?;
+    m.add_function(wrap_pyfunction!(symbol::backend_names, m)?)?;
     Ok(())
 }

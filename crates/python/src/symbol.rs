@@ -418,3 +418,29 @@ pub fn trace_function(
         (Err(e), None) => Err(e).py(),
     }
 }
+
+/// Runs backend `backend` on `sym`: the new symbol and the parameters a pass
+/// created, as `(name, is_aux, array)`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn sym_optimize_for(
+    py: Python<'_>,
+    sym: &SymbolHandle,
+    backend: &str,
+    options: Vec<(String, String)>,
+) -> PyResult<(SymbolHandle, Vec<(String, bool, PyNDArray)>)> {
+    let out = py
+        .detach(|| {
+            let opts: Vec<(&str, &str)> = options.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            oxnet_graph::partition::optimize_for(&sym.inner, backend, &opts)
+        })
+        .py()?;
+    let params = out.new_params.into_iter().map(|p| (p.name, p.is_aux, PyNDArray::from(p.array))).collect();
+    Ok((wrap(out.symbol), params))
+}
+
+/// Names of the registered `optimize_for` backends.
+#[pyfunction]
+pub fn backend_names() -> Vec<String> {
+    oxnet_graph::partition::backend_names()
+}

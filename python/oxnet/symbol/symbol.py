@@ -370,6 +370,21 @@ class Symbol:
         exe = self.bind(ctx, kwargs)
         return exe.forward()
 
+    def optimize_for(self, backend, args=None, aux=None, ctx=None, shape_dict=None, type_dict=None,
+                     stype_dict=None, skip_infer=False, **kwargs):
+        """Runs the partitioner or graph pass registered as ``backend`` (a
+        loaded library's, by its name) and returns the new symbol.
+        Keyword options reach the backend as strings. Parameters a pass
+        creates are added to ``args`` / ``aux`` (dicts) when given."""
+        del ctx, shape_dict, type_dict, stype_dict, skip_infer
+        options = [(k, _param_text(v)) for k, v in kwargs.items()]
+        handle, params = _oxnet.sym_optimize_for(self._h, backend, options)
+        for name, is_aux, array in params:
+            target = aux if is_aux else args
+            if isinstance(target, dict):
+                target[name] = array
+        return Symbol(handle)
+
     def gradient(self, wrt):
         """Not offered (as in MXNet 1.x): bind and call ``backward``, or use
         ``mx.autograd``."""
