@@ -24,8 +24,8 @@ use oxnet_core::{autograd, DType, Device, Error, NDArray, Req, Result, Shape};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-/// Shapes and dtypes of a call's inputs.
-type Signature = Vec<(Vec<usize>, DType)>;
+/// Shapes and dtypes of a call's inputs, and which of them want a gradient.
+type Signature = (Vec<(Vec<usize>, DType)>, Vec<bool>);
 
 /// A graph called with arrays, as an operator.
 pub struct CachedGraph {
@@ -104,12 +104,19 @@ impl CachedGraph {
     }
 }
 
-fn signature(inputs: &[NDArray]) -> Signature {
-    inputs.iter().map(|x| (x.shape().to_vec(), x.dtype())).collect()
+/// The signature of a call: while recording, the inputs that take part in
+/// autograd get gradients (the others, such as data batches, do not cost a
+/// backward computation).
+fn signature(inputs: &[NDArray], n_args: usize) -> Signature {
+    let recording = autograd::is_recording();
+    (
+        inputs.iter().map(|x| (x.shape().to_vec(), x.dtype())).collect(),
+        inputs[..n_args].iter().map(|x| recording && x.takes_part_in_autograd()).collect(),
+    )
 }
 
 /// An executor for `sig`: a pooled one, or a new one bound with `write`
-/// gradients for every argument.
+/// gradients for the arguments that want one.
 fn take_executor(
     symbol: &Symbol,
     pools: &Mutex<HashMap<Signature, Vec<Executor>>>,
@@ -120,11 +127,17 @@ fn take_executor(
     if let Some(exe) = pools.lock().unwrap_or_else(|e| e.into_inner()).get_mut(sig).and_then(Vec::pop) {
         return Ok(exe);
     }
+    let (metas, wants) = sig;
     let zeros = |(s, d): &(Vec<usize>, DType)| NDArray::zeros(s, *d, device);
-    let args = sig[..n_args].iter().map(zeros).collect::<Result<Vec<_>>>()?;
-    let aux = sig[n_args..].iter().map(zeros).collect::<Result<Vec<_>>>()?;
-    let grads = args.iter().map(|a| Ok(Some(NDArray::zeros_like(a)?))).collect::<Result<Vec<_>>>()?;
-    Executor::new(symbol, device, args, grads, vec![Req::Write; n_args], aux)
+    let args = metas[..n_args].iter().map(zeros).collect::<Result<Vec<_>>>()?;
+    let aux = metas[n_args..].iter().map(zeros).collect::<Result<Vec<_>>>()?;
+    let grads = args
+        .iter()
+        .zip(wants)
+        .map(|(a, w)| if *w { NDArray::zeros_like(a).map(Some) } else { Ok(None) })
+        .collect::<Result<Vec<_>>>()?;
+    let reqs = wants.iter().map(|w| if *w { Req::Write } else { Req::Null }).collect();
+    Executor::new(symbol, device, args, grads, reqs, aux)
 }
 
 fn cached_op_def(
@@ -175,7 +188,7 @@ fn cached_op_def(
             }
         })
         .forward(move |ctx, inputs, outs| {
-            let sig = signature(inputs);
+            let sig = signature(inputs, n_args);
             let mut exe = take_executor(&sym_f, &pools_f, &sig, n_args, ctx.device)?;
             exe.set_inputs(inputs[..n_args].to_vec(), inputs[n_args..].to_vec())?;
             let results = exe.forward(ctx.is_train)?.to_vec();
@@ -198,7 +211,10 @@ fn cached_op_def(
                 .and_then(|s| s.downcast_ref::<CallState>())
                 .and_then(|st| st.exe.lock().unwrap_or_else(|e| e.into_inner()).take());
             match kept {
-                Some((sig, mut exe)) if !autograd::is_recording() => {
+                Some((sig, mut exe))
+                    if !autograd::is_recording()
+                        && g.needs_grad.iter().zip(&sig.1).all(|(need, has)| !need || *has) =>
+                {
                     let heads: Vec<Option<NDArray>> = g.out_grads.iter().cloned().map(Some).collect();
                     exe.backward(&heads)?;
                     let grads = exe

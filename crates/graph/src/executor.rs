@@ -17,7 +17,9 @@ use crate::node::in_node;
 use crate::plan::{plan_memory, MemoryPlan};
 use crate::symbol::{shape_string, Symbol};
 use oxnet_core::autograd;
-use oxnet_core::{DType, Device, Error, NDArray, OpState, Req, Result, Shape};
+use oxnet_core::op::ForwardFn;
+use oxnet_core::{DType, Device, Error, NDArray, OpContext, OpState, Req, Result, Shape};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -57,9 +59,30 @@ pub struct Executor {
     /// Buffers for the gradients flowing into each forward head.
     head_grad_buffers: Vec<NDArray>,
     plan: MemoryPlan,
+    /// The operator nodes resolved for running: forward ones first.
+    steps: Vec<Step>,
     outputs: Vec<NDArray>,
     monitor: Option<MonitorFn>,
     trained: bool,
+}
+
+/// One operator node, resolved for running.
+struct Step {
+    node: usize,
+    /// The forward kernel, when it can be called directly.
+    kernel: Option<ForwardFn>,
+    inputs: Vec<NDArray>,
+    outputs: Vec<NDArray>,
+    reqs: Vec<Req>,
+    visible: usize,
+}
+
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic payload".into())
 }
 
 /// Gradient requests for [`simple_bind`]: one for all arguments or one per argument name.
@@ -305,11 +328,13 @@ impl Executor {
             grad_entries,
             head_grad_buffers,
             plan,
+            steps: Vec::new(),
             outputs: Vec::new(),
             monitor: None,
             trained: false,
         };
         exe.outputs = exe.head_entries.iter().map(|&e| exe.value(e)).collect::<Result<_>>()?;
+        exe.prepare_steps()?;
         Ok(exe)
     }
 
@@ -324,28 +349,76 @@ impl Executor {
         })
     }
 
-    /// Runs the operator nodes `steps`.
-    fn run_steps(&mut self, backward: bool) -> Result<()> {
-        let steps = if backward { self.backward_steps.clone() } else { self.forward_steps.clone() };
-        for n in steps {
-            let node = self.graph.nodes[n].clone();
+    /// The arrays, kernel and requests of each operator node, resolved once
+    /// (again when the bound inputs change), so that a run only calls kernels.
+    fn prepare_steps(&mut self) -> Result<()> {
+        let mut steps = Vec::with_capacity(self.forward_steps.len() + self.backward_steps.len());
+        for &n in self.forward_steps.iter().chain(&self.backward_steps) {
+            let node = &self.graph.nodes[n];
             let call = node.op.as_ref().expect("steps are operator nodes");
             let inputs: Vec<NDArray> = self.graph.inputs[n]
                 .iter()
                 .map(|&(m, k)| self.value(self.graph.entry(m, k)))
                 .collect::<Result<_>>()?;
-            let refs: Vec<&NDArray> = inputs.iter().collect();
             let first = self.graph.entry(n, 0);
-            let outs: Vec<NDArray> = (0..self.graph.num_outputs(n))
+            let outputs: Vec<NDArray> = (0..self.graph.num_outputs(n))
                 .map(|k| self.buffers[first + k].clone().expect("planned"))
                 .collect();
-            let state = self.state_for(n, &inputs).map_err(|e| in_node(e, &node.name, &call.op.name))?;
-            let reqs = vec![Req::Write; outs.len()];
-            oxnet_core::dispatch::invoke_into_with_state(&call.op, &refs, &call.attrs, &outs, &reqs, state)
-                .map_err(|e| in_node(e, &node.name, &call.op.name))?;
+            // the kernel is called directly when the dispatcher would hand it
+            // these very arrays (contiguous inputs, distinct planned outputs)
+            let direct = call.op.forward_dynamic.is_none()
+                && (call.op.accepts_strided || inputs.iter().all(NDArray::is_contiguous));
+            let kernel = if direct { call.op.kernel_for(self.device).ok().cloned() } else { None };
+            let reqs = vec![Req::Write; outputs.len()];
+            steps.push(Step { node: n, kernel, inputs, outputs, reqs, visible: call.visible_outputs()? });
+        }
+        self.steps = steps;
+        Ok(())
+    }
+
+    /// Runs the forward (or backward) operator nodes.
+    fn run_steps(&mut self, backward: bool) -> Result<()> {
+        let range = if backward {
+            self.forward_steps.len()..self.steps.len()
+        } else {
+            0..self.forward_steps.len()
+        };
+        let is_train = autograd::is_training();
+        for i in range {
+            let n = self.steps[i].node;
+            let node = self.graph.nodes[n].clone();
+            let call = node.op.as_ref().expect("steps are operator nodes");
+            let state = {
+                let inputs = std::mem::take(&mut self.steps[i].inputs);
+                let state = self.state_for(n, &inputs);
+                self.steps[i].inputs = inputs;
+                state.map_err(|e| in_node(e, &node.name, &call.op.name))?
+            };
+            let step = &self.steps[i];
+            let result = match &step.kernel {
+                Some(kernel) => {
+                    let ctx = OpContext {
+                        op_name: &call.op.name,
+                        attrs: &call.attrs,
+                        req: &step.reqs,
+                        is_train,
+                        device: self.device,
+                        state: state.as_ref(),
+                    };
+                    match catch_unwind(AssertUnwindSafe(|| kernel(&ctx, &step.inputs, &step.outputs))) {
+                        Ok(r) => r.map_err(|e| e.in_op(&call.op.name)),
+                        Err(p) => Err(Error::Panic(panic_text(p.as_ref())).in_op(&call.op.name)),
+                    }
+                }
+                None => {
+                    let refs: Vec<&NDArray> = step.inputs.iter().collect();
+                    oxnet_core::dispatch::invoke_into_with_state(&call.op, &refs, &call.attrs, &step.outputs, &step.reqs, state)
+                }
+            };
+            result.map_err(|e| in_node(e, &node.name, &call.op.name))?;
             if !backward {
                 if let Some(monitor) = self.monitor.as_mut() {
-                    for (k, o) in outs.iter().enumerate().take(call.visible_outputs()?) {
+                    for (k, o) in step.outputs.iter().enumerate().take(step.visible) {
                         monitor(&node.output_name(k)?, o);
                     }
                 }
@@ -466,7 +539,7 @@ impl Executor {
         self.aux = aux;
         // an output that is a variable shows the new array
         self.outputs = self.head_entries.iter().map(|&e| self.value(e)).collect::<Result<_>>()?;
-        Ok(())
+        self.prepare_steps()
     }
 
     /// Sets a callback that sees every operator output during `forward`.
