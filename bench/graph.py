@@ -1,0 +1,196 @@
+"""Side-by-side timings of graphs: the MLP 784-256-256-10 (ReLU, log-softmax
+head), batch 64, float32, one forward+backward pass, in oxnet (a cached graph
+under autograd, a bound executor, imperative autograd), PyTorch eager on the
+CPU and MXNet 1.9.1's ``simple_bind`` executor; plus oxnet's executor
+overhead per node on a chain of 100 one-element sigmoids.
+
+    bash bench/graph.sh        # builds oxnet in release mode and the side venvs, then runs this
+
+Each engine runs in its own interpreter (this file re-runs itself with
+``--engine``): oxnet from .venv, PyTorch from .venv-bench, MXNet from
+.venv-mxnet (a missing one is left out of the table). Medians of repeated
+timed batches; ratios are taken within this one run.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIZES = [784, 256, 256, 10]
+BATCH = 64
+
+
+def timeit(fn, min_time=1.0, repeats=9):
+    """Median milliseconds per call of ``fn`` over ``repeats`` timed batches."""
+    for _ in range(3):
+        fn()
+    n = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        if time.perf_counter() - start > min_time / repeats or n > 1 << 16:
+            break
+        n *= 2
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        samples.append((time.perf_counter() - start) / n * 1e3)
+    return statistics.median(samples)
+
+
+def weights(np):
+    rng = np.random.RandomState(0)
+    params = {"data": rng.uniform(-1, 1, (BATCH, SIZES[0])).astype(np.float32)}
+    for i in range(3):
+        params[f"fc{i}_weight"] = rng.uniform(-0.05, 0.05, (SIZES[i + 1], SIZES[i])).astype(np.float32)
+        params[f"fc{i}_bias"] = np.zeros(SIZES[i + 1], dtype=np.float32)
+    return params
+
+
+def mx_symbol(mx):
+    h = mx.sym.var("data")
+    for i in range(3):
+        h = mx.sym.FullyConnected(h, num_hidden=SIZES[i + 1], name=f"fc{i}")
+        if i < 2:
+            h = mx.sym.Activation(h, act_type="relu", name=f"relu{i}")
+    return mx.sym.log_softmax(h, name="out")
+
+
+def executor_step(mx, np, exe):
+    def step():
+        exe.forward(is_train=True)
+        exe.backward(mx.nd.ones((BATCH, SIZES[-1])))
+        exe.grad_arrays[1].wait_to_read() if hasattr(exe.grad_arrays[1], "wait_to_read") else None
+    return step
+
+
+def run_oxnet():
+    import numpy as np
+    import oxnet as mx
+
+    out = {}
+    params = weights(np)
+    sym = mx_symbol(mx)
+    reqs = {k: ("null" if k == "data" else "write") for k in sym.list_arguments()}
+    exe = sym.simple_bind(mx.cpu(), grad_req=reqs, data=(BATCH, SIZES[0]))
+    for k, v in params.items():
+        exe.arg_dict[k][:] = v
+    out["executor"] = timeit(executor_step(mx, np, exe))
+
+    arrays = {k: mx.nd.array(v) for k, v in params.items()}
+    for k, a in arrays.items():
+        if k != "data":
+            a.attach_grad()
+    op = mx.nd.CachedOp(sym)
+    ordered = [arrays[k] for k in op.input_names]
+
+    def cached():
+        with mx.autograd.record():
+            y = op(*ordered)
+        y.backward()
+    out["cached_graph"] = timeit(cached)
+
+    def imperative():
+        with mx.autograd.record():
+            h = arrays["data"]
+            for i in range(3):
+                h = mx.nd.FullyConnected(h, arrays[f"fc{i}_weight"], arrays[f"fc{i}_bias"], num_hidden=SIZES[i + 1])
+                if i < 2:
+                    h = mx.nd.Activation(h, act_type="relu")
+            y = mx.nd.log_softmax(h)
+        y.backward()
+    out["imperative"] = timeit(imperative)
+
+    chain = mx.sym.var("x")
+    for i in range(100):
+        chain = mx.sym.sigmoid(chain)
+    cexe = chain.simple_bind(mx.cpu(), grad_req="null", x=(1,))
+    out["chain100_us_per_node"] = timeit(lambda: cexe.forward()) * 1e3 / 100
+    return out
+
+
+def run_torch():
+    import numpy as np
+    import torch
+
+    params = {k: torch.tensor(v) for k, v in weights(np).items()}
+    for k, p in params.items():
+        if k != "data":
+            p.requires_grad_(True)
+
+    def step():
+        h = params["data"]
+        for i in range(3):
+            h = torch.nn.functional.linear(h, params[f"fc{i}_weight"], params[f"fc{i}_bias"])
+            if i < 2:
+                h = torch.relu(h)
+        y = torch.log_softmax(h, dim=1)
+        y.backward(torch.ones_like(y))
+        for k, p in params.items():
+            if p.grad is not None:
+                p.grad = None
+    return {"torch_eager": timeit(step), "torch_threads": torch.get_num_threads()}
+
+
+def run_mxnet():
+    os.environ.setdefault("MXNET_SUBGRAPH_BACKEND", "NONE")
+    import numpy as np
+    import mxnet as mx
+
+    params = weights(np)
+    sym = mx_symbol(mx)
+    reqs = {k: ("null" if k == "data" else "write") for k in sym.list_arguments()}
+    exe = sym.simple_bind(mx.cpu(), grad_req=reqs, data=(BATCH, SIZES[0]))
+    for k, v in params.items():
+        exe.arg_dict[k][:] = v
+    return {"mxnet_simple_bind": timeit(executor_step(mx, np, exe))}
+
+
+ENGINES = {"oxnet": (".venv", run_oxnet), "torch": (".venv-bench", run_torch), "mxnet": (".venv-mxnet", run_mxnet)}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--engine", choices=sorted(ENGINES))
+    args = parser.parse_args()
+    if args.engine:
+        print(json.dumps(ENGINES[args.engine][1]()))
+        return
+    figures = {}
+    for name, (venv, _) in ENGINES.items():
+        python = os.path.join(ROOT, venv, "bin", "python")
+        if not os.path.exists(python):
+            print(f"({name}: {venv} is missing; left out)")
+            continue
+        result = subprocess.run([python, os.path.abspath(__file__), "--engine", name], capture_output=True, text=True)
+        if result.returncode != 0:
+            print(f"({name} failed: {result.stderr.strip().splitlines()[-1] if result.stderr.strip() else '?'})")
+            continue
+        figures.update(json.loads(result.stdout.strip().splitlines()[-1]))
+    imp = figures.get("imperative")
+    print(f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, float32, forward+backward (ms, median):")
+    rows = [("oxnet cached graph under autograd", "cached_graph"), ("oxnet bound executor", "executor"),
+            ("oxnet imperative autograd", "imperative"), ("PyTorch eager (CPU)", "torch_eager"),
+            ("MXNet 1.9.1 simple_bind executor", "mxnet_simple_bind")]
+    for label, key in rows:
+        if key in figures:
+            ratio = f"{figures[key] / imp:5.2f}x oxnet imperative" if imp else ""
+            print(f"  {label:36s} {figures[key]:8.3f}   {ratio}")
+    if "cached_graph" in figures and "torch_eager" in figures:
+        print(f"  cached graph / PyTorch eager: {figures['cached_graph'] / figures['torch_eager']:.2f} (target <= 1)")
+    if "cached_graph" in figures and "mxnet_simple_bind" in figures:
+        print(f"  MXNet simple_bind / cached graph: {figures['mxnet_simple_bind'] / figures['cached_graph']:.2f} (target >= 3)")
+    if "chain100_us_per_node" in figures:
+        print(f"executor overhead, chain of 100 one-element sigmoids: {figures['chain100_us_per_node']:.3f} us per node (target <= 0.3)")
+
+
+if __name__ == "__main__":
+    main()
