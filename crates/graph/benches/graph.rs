@@ -112,6 +112,35 @@ fn mlp_bench(c: &mut Criterion) {
             y.backward().unwrap();
         })
     });
+
+    // the floor: the model's matrix products alone (forward, weight and data
+    // gradients), into preallocated outputs
+    let fc = oxnet_core::registry::get("FullyConnected").unwrap();
+    let dot = oxnet_core::registry::get("dot").unwrap();
+    let fc_attrs: Vec<oxnet_core::Attrs> =
+        [256usize, 256, 10].iter().map(|n| fc.parse_attrs(&[("num_hidden", (*n).into())]).unwrap()).collect();
+    let dot_ta = dot.parse_attrs(&[("transpose_a", true.into())]).unwrap();
+    let dot_plain = dot.parse_attrs(&[]).unwrap();
+    let acts: Vec<NDArray> = [784usize, 256, 256, 10]
+        .iter()
+        .map(|n| NDArray::random_uniform(-1.0, 1.0, &[64, *n], DType::F32).unwrap())
+        .collect();
+    let wgrads: Vec<NDArray> = (0..3).map(|i| NDArray::zeros_like(&params[1 + 2 * i]).unwrap()).collect();
+    let dgrads: Vec<NDArray> = (1..3).map(|i| NDArray::zeros_like(&acts[i]).unwrap()).collect();
+    group.bench_function("matmuls_only", |b| {
+        b.iter(|| {
+            let w = Req::Write;
+            for i in 0..3 {
+                let ins = [&acts[i], &params[1 + 2 * i], &params[2 + 2 * i]];
+                oxnet_core::invoke_into(&fc, &ins, &fc_attrs[i], &[acts[i + 1].clone()], &[w]).unwrap();
+                oxnet_core::invoke_into(&dot, &[&acts[i + 1], &acts[i]], &dot_ta, &[wgrads[i].clone()], &[w]).unwrap();
+            }
+            for i in 1..3 {
+                oxnet_core::invoke_into(&dot, &[&acts[i + 1], &params[1 + 2 * i]], &dot_plain, &[dgrads[i - 1].clone()], &[w])
+                    .unwrap();
+            }
+        })
+    });
     group.finish();
 }
 
