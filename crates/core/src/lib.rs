@@ -46,7 +46,3 @@ pub use ndarray::{NDArray, SliceSpec};
 pub use op::{BackwardArgs, BackwardDeps, GradCtx, Gradient, OpContext, OpDef, OpState, Req, Resource};
 pub use shape::Shape;
 
-/// The README's Rust examples, compiled and run as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-mod readme_doctests {}
