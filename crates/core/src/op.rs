@@ -238,6 +238,10 @@ pub struct OpDef {
     /// The kernel accepts non-contiguous inputs (otherwise the dispatcher
     /// hands it contiguous copies).
     pub accepts_strided: bool,
+    /// Pairs `(input, output)`: the kernel may write that output over that
+    /// input's buffer (request `inplace`; element-wise kernels). Graph
+    /// memory planning uses them.
+    pub inplace: Vec<(usize, usize)>,
     /// How many leading outputs callers see (the rest, such as Dropout's
     /// mask, are kept for the gradient). `None`: all of them.
     pub visible_outputs: Option<usize>,
@@ -318,6 +322,7 @@ impl OpDef {
             create_state: None,
             prepare: None,
             accepts_strided: false,
+            inplace: Vec::new(),
             visible_outputs: None,
             fixed_counts: [Some(1), Some(0), Some(1)],
             arity: None,
@@ -506,6 +511,13 @@ impl OpDef {
     /// Lets the kernel see non-contiguous inputs.
     pub fn accepts_strided(mut self) -> Self {
         self.accepts_strided = true;
+        self
+    }
+
+    /// Declares that output `o` may be written over input `i` for each
+    /// `(i, o)` (the kernel handles request `inplace` with that aliasing).
+    pub fn inplace(mut self, pairs: &[(usize, usize)]) -> Self {
+        self.inplace = pairs.to_vec();
         self
     }
 

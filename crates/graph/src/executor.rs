@@ -294,7 +294,28 @@ impl Executor {
         let entry_bytes: Vec<usize> =
             all_shapes.iter().zip(&all_types).map(|(s, d)| s.iter().product::<usize>() * d.size()).collect();
         let steps: Vec<usize> = forward_steps.iter().chain(&backward_steps).copied().collect();
-        let plan = plan_memory(&graph, &steps, &entry_bytes, &keep);
+        // in-place candidates: declared by the operator, same size and dtype,
+        // the input an operator output (variables are the user's arrays)
+        let inplace: Vec<Vec<(usize, usize)>> = steps
+            .iter()
+            .map(|&n| {
+                let call = graph.nodes[n].op.as_ref().expect("operator node");
+                call.op
+                    .inplace
+                    .iter()
+                    .filter_map(|&(i, o)| {
+                        let &(m, k) = graph.inputs[n].get(i)?;
+                        let (ie, oe) = (graph.entry(m, k), graph.entry(n, o));
+                        let same = all_shapes[ie] == all_shapes[oe] && all_types[ie] == all_types[oe];
+                        // a backward step never consumes a forward value:
+                        // backward may run again without a new forward
+                        let same_phase = (m < n_forward) == (n < n_forward);
+                        (same && same_phase && !graph.nodes[m].is_variable()).then_some((ie, oe))
+                    })
+                    .collect()
+            })
+            .collect();
+        let plan = plan_memory(&graph, &steps, &entry_bytes, &keep, &inplace);
         let blocks = plan
             .block_bytes
             .iter()
@@ -369,7 +390,9 @@ impl Executor {
             let direct = call.op.forward_dynamic.is_none()
                 && (call.op.accepts_strided || inputs.iter().all(NDArray::is_contiguous));
             let kernel = if direct { call.op.kernel_for(self.device).ok().cloned() } else { None };
-            let reqs = vec![Req::Write; outputs.len()];
+            let reqs = (0..outputs.len())
+                .map(|k| if self.plan.in_place[first + k] { Req::Inplace } else { Req::Write })
+                .collect();
             steps.push(Step { node: n, kernel, inputs, outputs, reqs, visible: call.visible_outputs()? });
         }
         self.steps = steps;

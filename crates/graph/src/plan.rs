@@ -3,7 +3,8 @@
 //! Walking the steps in execution order, each output takes a free block
 //! (the smallest one big enough, else the largest free one grown to fit,
 //! else a new one), and each entry's block is freed after the last step
-//! that reads it. Entries that must outlive the run (the outputs users
+//! that reads it. An element-wise operator's output takes its input's block
+//! outright when that step is the input's last reader (in place). Entries that must outlive the run (the outputs users
 //! see, and forward values the backward steps read) are simply read late
 //! or kept. [`MemoryPlan::summary`] compares the planned bytes with one
 //! buffer per entry.
@@ -20,6 +21,8 @@ pub struct MemoryPlan {
     pub block_bytes: Vec<usize>,
     /// What one buffer per operator output would take.
     pub naive_bytes: usize,
+    /// For each entry: true when it is written over its input's buffer.
+    pub in_place: Vec<bool>,
 }
 
 impl MemoryPlan {
@@ -42,7 +45,16 @@ impl MemoryPlan {
 
 /// Plans the outputs of the operator nodes `steps` (in execution order) of
 /// `g`, whose entries take `entry_bytes`; entries in `keep` are never freed.
-pub fn plan_memory(g: &IndexedGraph, steps: &[usize], entry_bytes: &[usize], keep: &HashSet<usize>) -> MemoryPlan {
+/// `inplace[s]` lists `(input entry, output entry)` pairs step `s` may write
+/// in place (same size and dtype, as the operator declares): such an output
+/// takes its input's block when this step is the input's last reader.
+pub fn plan_memory(
+    g: &IndexedGraph,
+    steps: &[usize],
+    entry_bytes: &[usize],
+    keep: &HashSet<usize>,
+    inplace: &[Vec<(usize, usize)>],
+) -> MemoryPlan {
     let mut last_use: Vec<Option<usize>> = vec![None; g.num_entries()];
     for (s, &n) in steps.iter().enumerate() {
         for &(m, k) in &g.inputs[n] {
@@ -53,11 +65,27 @@ pub fn plan_memory(g: &IndexedGraph, steps: &[usize], entry_bytes: &[usize], kee
     let mut block_bytes: Vec<usize> = Vec::new();
     let mut free: Vec<usize> = Vec::new();
     let mut naive = 0;
+    let mut in_place = vec![false; g.num_entries()];
     for (s, &n) in steps.iter().enumerate() {
         let outputs: Vec<usize> = (0..g.num_outputs(n)).map(|k| g.entry(n, k)).collect();
+        let mut handed_over: HashSet<usize> = HashSet::new();
         for &e in &outputs {
             let need = entry_bytes[e];
             naive += need;
+            let donor = inplace.get(s).into_iter().flatten().find(|&&(i, o)| {
+                o == e
+                    && last_use[i] == Some(s)
+                    && !keep.contains(&i)
+                    && block_of[i].is_some()
+                    && !handed_over.contains(&i)
+                    && entry_bytes[i] == need
+            });
+            if let Some(&(i, _)) = donor {
+                block_of[e] = block_of[i];
+                handed_over.insert(i);
+                in_place[e] = true;
+                continue;
+            }
             let fit = free
                 .iter()
                 .enumerate()
@@ -90,7 +118,7 @@ pub fn plan_memory(g: &IndexedGraph, steps: &[usize], entry_bytes: &[usize], kee
         release.sort_unstable();
         release.dedup();
         for e in release {
-            if keep.contains(&e) {
+            if keep.contains(&e) || handed_over.contains(&e) {
                 continue;
             }
             if let Some(b) = block_of[e] {
@@ -98,5 +126,5 @@ pub fn plan_memory(g: &IndexedGraph, steps: &[usize], entry_bytes: &[usize], kee
             }
         }
     }
-    MemoryPlan { block_of, block_bytes, naive_bytes: naive }
+    MemoryPlan { block_of, block_bytes, naive_bytes: naive, in_place }
 }

@@ -109,6 +109,9 @@ fn the_memory_plan_of_an_mlp_takes_less_than_one_buffer_per_entry() {
     let plan = exe.memory_plan();
     assert!(plan.planned_bytes() < plan.naive_bytes, "{}", plan.summary());
     assert!(plan.summary().contains("bytes planned against"));
+    // the ReLUs write over their FullyConnected outputs
+    assert!(plan.in_place.iter().any(|x| *x), "{}", plan.summary());
+    println!("{}", plan.summary());
     // every planned entry fits its block
     let total: usize = plan.block_bytes.iter().sum();
     assert_eq!(total, plan.planned_bytes());

@@ -256,6 +256,8 @@ fn two_operand_def(name: &str, aliases: &[&str], kind: Kind, broadcast: bool, do
     let mut def = OpDef::new(name).doc(doc).arguments(&["lhs", "rhs"]).infer_type(binary_dtype);
     if broadcast {
         def = def.infer_shape(broadcast_infer);
+    } else {
+        def = def.inplace(&[(0, 0), (1, 0)]);
     }
     for a in aliases {
         def = def.alias(a);
@@ -385,6 +387,7 @@ fn register_scalar(name: &str, aliases: &[&str], kind: Kind, reversed: bool, wha
             true,
             "Accepted for compatibility; the scalar is always converted to the input's dtype.",
         ))
+        .inplace(&[(0, 0)])
         .forward(move |ctx, ins, outs| {
             run_scalar(kind, reversed, &ins[0], ctx.attrs.float("scalar")?, &outs[0], ctx.req[0])
         });

@@ -186,6 +186,7 @@ fn leaky_grad(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
 pub(super) fn register() {
     registry::register(
         OpDef::new("Activation")
+            .inplace(&[(0, 0)])
             .doc("Element-wise activation: act_type relu, sigmoid, tanh, softrelu (log(1+exp(x))) or softsign (x/(1+|x|)).")
             .attr(AttrSpec::required(
                 "act_type",

@@ -45,7 +45,7 @@ fn unary_args<'a>(
 
 /// An operator computing `k` element-wise (no attributes).
 fn unary_op<K: UnaryFn + Copy + 'static>(name: &str, doc: &str, k: K) -> OpDef {
-    OpDef::new(name).doc(doc).forward(move |ctx, ins, outs| {
+    OpDef::new(name).doc(doc).inplace(&[(0, 0)]).forward(move |ctx, ins, outs| {
         let (x, y, req) = unary_args(ctx, ins, outs)?;
         unary_forward(&k, ctx.op_name, req, x, y)
     })
