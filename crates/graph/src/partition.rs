@@ -87,15 +87,11 @@ pub fn backend_names() -> Vec<String> {
 }
 
 fn find_backend(name: &str) -> Result<Backend> {
-    let guard = BACKENDS.read().unwrap_or_else(|e| e.into_inner());
-    guard.as_ref().and_then(|m| m.get(name).cloned()).ok_or_else(|| {
+    let found = BACKENDS.read().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|m| m.get(name).cloned());
+    found.ok_or_else(|| {
         Error::Invalid(format!(
             "optimize_for: no backend `{name}` (registered: {}); load the library that provides it first",
-            {
-                let mut n: Vec<String> = guard.as_ref().map(|m| m.keys().cloned().collect()).unwrap_or_default();
-                n.sort();
-                n.join(", ")
-            }
+            backend_names().join(", ")
         ))
     })
 }

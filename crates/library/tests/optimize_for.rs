@@ -6,7 +6,7 @@
 
 mod common;
 
-use oxnet_core::{DType, Device, NDArray, Req};
+use oxnet_core::{Device, NDArray, Req};
 use oxnet_graph::json::{from_json, to_json};
 use oxnet_graph::partition::optimize_for;
 use oxnet_graph::{Executor, Symbol};
@@ -142,5 +142,4 @@ fn mxnet_built_partitioner_with_oxnets_host_subgraph_operator() {
     close(&got, &want);
     let err = optimize_for(&net, "mx_part", &[("fail", "1")]).err().unwrap().to_string();
     assert!(err.contains("mx_part: asked to fail"), "{err}");
-    let _ = DType::F32;
 }
