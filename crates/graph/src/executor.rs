@@ -515,7 +515,7 @@ impl Executor {
                 Req::Write | Req::Inplace => dst.assign_from(&g)?,
                 Req::Add => {
                     let op = oxnet_core::registry::get("elemwise_add")?;
-                    oxnet_core::invoke_into(&op, &[&dst, &g], &oxnet_core::Attrs::empty(), &[dst.clone()], &[Req::Write])?;
+                    oxnet_core::invoke_into(&op, &[&dst, &g], &oxnet_core::Attrs::empty(), std::slice::from_ref(&dst), &[Req::Write])?;
                 }
             }
         }

@@ -193,7 +193,6 @@ fn rewire(g: &IndexedGraph, replacements: &[Replacement]) -> Result<Symbol> {
     let mut copies: Vec<Option<Arc<Node>>> = vec![None; g.nodes.len()];
     let mut built: Vec<Option<Arc<Node>>> = vec![None; replacements.len()];
     fn entry(
-        g: &IndexedGraph,
         e: (usize, usize),
         owner: &HashMap<(usize, usize), (usize, usize)>,
         replacements: &[Replacement],
@@ -201,14 +200,17 @@ fn rewire(g: &IndexedGraph, replacements: &[Replacement]) -> Result<Symbol> {
         built: &mut [Option<Arc<Node>>],
     ) -> Result<Entry> {
         let Some(&(r, k)) = owner.get(&e) else {
-            return Ok(Entry { node: copies[e.0].clone().expect("inputs come first"), index: e.1 });
+            let node = copies[e.0]
+                .clone()
+                .ok_or_else(|| Error::Invalid("partitioning: a node was read before it was rebuilt".into()))?;
+            return Ok(Entry { node, index: e.1 });
         };
         if built[r].is_none() {
             let rep = &replacements[r];
             let inputs = rep
                 .inputs
                 .iter()
-                .map(|&i| entry(g, i, owner, replacements, copies, built))
+                .map(|&i| entry(i, owner, replacements, copies, built))
                 .collect::<Result<Vec<_>>>()?;
             let call = OpCall::new(&rep.op_name, rep.params.clone(), &rep.name)?;
             let node = Node::operator(&rep.name, call, inputs, BTreeMap::new());
@@ -231,14 +233,14 @@ fn rewire(g: &IndexedGraph, replacements: &[Replacement]) -> Result<Symbol> {
         }
         let inputs = g.inputs[n]
             .iter()
-            .map(|&e| entry(g, e, &owner, replacements, &copies, &mut built))
+            .map(|&e| entry(e, &owner, replacements, &copies, &mut built))
             .collect::<Result<Vec<_>>>()?;
         copies[n] = Some(Arc::new(Node::copy_with_inputs(&g.nodes[n], inputs)));
     }
     let heads = g
         .heads
         .iter()
-        .map(|&e| entry(g, e, &owner, replacements, &copies, &mut built))
+        .map(|&e| entry(e, &owner, replacements, &copies, &mut built))
         .collect::<Result<Vec<_>>>()?;
     Ok(Symbol::from_entries(heads))
 }
@@ -394,8 +396,8 @@ pub fn host_subgraph_op(name: &str) -> OpDef {
         .attr(AttrSpec::optional(SUBGRAPH_ATTR, AttrKind::Str, "", "the subgraph as NNVM JSON"))
         .allow_extra_attrs()
         .prepare(|attrs| Ok(subgraph_of(attrs.str(SUBGRAPH_ATTR)?)? as Arc<dyn std::any::Any + Send + Sync>))
-        .arguments_fn(|a| Ok(prepared(a)?.symbol.list_inputs()?))
-        .outputs_fn(|a| Ok(prepared(a)?.symbol.list_outputs()?))
+        .arguments_fn(|a| prepared(a)?.symbol.list_inputs())
+        .outputs_fn(|a| prepared(a)?.symbol.list_outputs())
         .arity_fn(|a| {
             let s = prepared(a)?;
             Ok([s.symbol.list_inputs()?.len(), 0, s.symbol.num_outputs()])
