@@ -41,7 +41,12 @@ pub fn invoke_op(op: &Op, inputs: &[&NDArray], attrs: &Attrs) -> Result<Vec<NDAr
 
 /// Like [`invoke_op`], with the operator instance's state given (shared
 /// with another call, as a graph's forward and `_backward_` nodes share it).
-pub fn invoke_op_with_state(op: &Op, inputs: &[&NDArray], attrs: &Attrs, state: Option<OpState>) -> Result<Vec<NDArray>> {
+pub fn invoke_op_with_state(
+    op: &Op,
+    inputs: &[&NDArray],
+    attrs: &Attrs,
+    state: Option<OpState>,
+) -> Result<Vec<NDArray>> {
     run(op, inputs, attrs, None, state).map_err(|e| e.in_op(&op.name))
 }
 

@@ -45,4 +45,3 @@ pub use half;
 pub use ndarray::{NDArray, SliceSpec};
 pub use op::{BackwardArgs, BackwardDeps, GradCtx, Gradient, OpContext, OpDef, OpState, Req, Resource};
 pub use shape::Shape;
-

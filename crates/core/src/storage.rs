@@ -98,7 +98,8 @@ impl Storage {
     pub fn check_has_values(&self) -> Result<()> {
         if self.is_meta() {
             return Err(Error::Invalid(
-                "this is a traced array: it has a shape and a dtype but no values while its graph is traced".into(),
+                "this is a traced array: it has a shape and a dtype but no values while its graph is traced"
+                    .into(),
             ));
         }
         Ok(())

@@ -77,9 +77,8 @@ pub(crate) fn record(
     let inputs: Vec<NDArray> = inputs.iter().map(|x| (*x).clone()).collect();
     // Take the sink out while it runs, so that it may itself call operators
     // eagerly (a nested call then computes instead of recording).
-    let mut sink = SINK
-        .with(|s| s.borrow_mut().take())
-        .ok_or_else(|| Error::Invalid("no trace is running".into()))?;
+    let mut sink =
+        SINK.with(|s| s.borrow_mut().take()).ok_or_else(|| Error::Invalid("no trace is running".into()))?;
     let result = sink(op, attrs, &inputs, &outputs);
     SINK.with(|s| *s.borrow_mut() = Some(sink));
     result.map(|_| outputs)

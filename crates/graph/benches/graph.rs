@@ -25,9 +25,11 @@ fn chain(n: usize) -> Symbol {
 fn mlp() -> Symbol {
     let mut h = Symbol::var("data");
     for (i, n) in [256usize, 256, 10].iter().enumerate() {
-        h = Symbol::op("FullyConnected", &[&h], &[("num_hidden", (*n).into())], Some(&format!("fc{i}"))).unwrap();
+        h = Symbol::op("FullyConnected", &[&h], &[("num_hidden", (*n).into())], Some(&format!("fc{i}")))
+            .unwrap();
         if i < 2 {
-            h = Symbol::op("Activation", &[&h], &[("act_type", "relu".into())], Some(&format!("relu{i}"))).unwrap();
+            h = Symbol::op("Activation", &[&h], &[("act_type", "relu".into())], Some(&format!("relu{i}")))
+                .unwrap();
         }
     }
     Symbol::op("log_softmax", &[&h], &[], Some("out")).unwrap()
@@ -35,8 +37,11 @@ fn mlp() -> Symbol {
 
 fn executor_overhead(c: &mut Criterion) {
     let shapes = HashMap::from([("x".to_string(), vec![1])]);
-    let mut exe = simple_bind(&chain(100), Device::Cpu, &GradReqs::All(Req::Null), &HashMap::new(), &shapes).unwrap();
-    c.bench_function("executor/chain100_sigmoid_forward", |b| b.iter(|| black_box(exe.forward(false).unwrap().len())));
+    let mut exe =
+        simple_bind(&chain(100), Device::Cpu, &GradReqs::All(Req::Null), &HashMap::new(), &shapes).unwrap();
+    c.bench_function("executor/chain100_sigmoid_forward", |b| {
+        b.iter(|| black_box(exe.forward(false).unwrap().len()))
+    });
     let x = NDArray::zeros(&[1], DType::F32, Device::Cpu).unwrap();
     c.bench_function("eager/chain100_sigmoid", |b| {
         b.iter(|| {
@@ -50,7 +55,8 @@ fn executor_overhead(c: &mut Criterion) {
 }
 
 fn mlp_params() -> Vec<NDArray> {
-    let shapes = [vec![64, 784], vec![256, 784], vec![256], vec![256, 256], vec![256], vec![10, 256], vec![10]];
+    let shapes =
+        [vec![64, 784], vec![256, 784], vec![256], vec![256, 256], vec![256], vec![10, 256], vec![10]];
     shapes.iter().map(|s| NDArray::random_uniform(-0.05, 0.05, s, DType::F32).unwrap()).collect()
 }
 
@@ -58,7 +64,8 @@ fn mlp_bench(c: &mut Criterion) {
     let sym = mlp();
     let params = mlp_params();
     let names = sym.list_arguments().unwrap();
-    let shapes: HashMap<String, Vec<usize>> = names.iter().cloned().zip(params.iter().map(|p| p.shape().to_vec())).collect();
+    let shapes: HashMap<String, Vec<usize>> =
+        names.iter().cloned().zip(params.iter().map(|p| p.shape().to_vec())).collect();
     // the data batch wants no gradient (as in the imperative version)
     let reqs: HashMap<String, Req> = names.iter().skip(1).map(|n| (n.clone(), Req::Write)).collect();
     let mut exe = simple_bind(&sym, Device::Cpu, &GradReqs::ByName(reqs), &HashMap::new(), &shapes).unwrap();
@@ -101,8 +108,12 @@ fn mlp_bench(c: &mut Criterion) {
                 let mut h = imp[0].clone();
                 for i in 0..3 {
                     let n: usize = [256, 256, 10][i];
-                    h = invoke1("FullyConnected", &[&h, &imp[1 + 2 * i], &imp[2 + 2 * i]], &[("num_hidden", n.into())])
-                        .unwrap();
+                    h = invoke1(
+                        "FullyConnected",
+                        &[&h, &imp[1 + 2 * i], &imp[2 + 2 * i]],
+                        &[("num_hidden", n.into())],
+                    )
+                    .unwrap();
                     if i < 2 {
                         h = invoke1("Activation", &[&h], &[("act_type", "relu".into())]).unwrap();
                     }
@@ -133,11 +144,18 @@ fn mlp_bench(c: &mut Criterion) {
             for i in 0..3 {
                 let ins = [&acts[i], &params[1 + 2 * i], &params[2 + 2 * i]];
                 oxnet_core::invoke_into(&fc, &ins, &fc_attrs[i], &[acts[i + 1].clone()], &[w]).unwrap();
-                oxnet_core::invoke_into(&dot, &[&acts[i + 1], &acts[i]], &dot_ta, &[wgrads[i].clone()], &[w]).unwrap();
+                oxnet_core::invoke_into(&dot, &[&acts[i + 1], &acts[i]], &dot_ta, &[wgrads[i].clone()], &[w])
+                    .unwrap();
             }
             for i in 1..3 {
-                oxnet_core::invoke_into(&dot, &[&acts[i + 1], &params[1 + 2 * i]], &dot_plain, &[dgrads[i - 1].clone()], &[w])
-                    .unwrap();
+                oxnet_core::invoke_into(
+                    &dot,
+                    &[&acts[i + 1], &params[1 + 2 * i]],
+                    &dot_plain,
+                    &[dgrads[i - 1].clone()],
+                    &[w],
+                )
+                .unwrap();
             }
         })
     });

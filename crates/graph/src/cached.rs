@@ -14,9 +14,9 @@
 //! code therefore mix freely.
 
 use crate::executor::Executor;
+use crate::gradient::gradient;
 use crate::indexed::IndexedGraph;
 use crate::infer::{infer_dtypes, infer_shapes, is_complete};
-use crate::gradient::gradient;
 use crate::node::in_node;
 use crate::symbol::Symbol;
 use oxnet_core::op::{GradCtx, OpDef, OpState};
@@ -161,8 +161,11 @@ fn cached_op_def(
         .outputs_fn(move |_| Ok(outputs.clone()))
         .arity_fn(move |_| Ok([n_in, 0, n_out]))
         .infer_shape(move |_, ins, outs| {
-            let given: HashMap<String, Vec<usize>> =
-                names_s.iter().zip(ins.iter()).filter_map(|(n, s)| s.as_ref().map(|s| (n.clone(), s.to_vec()))).collect();
+            let given: HashMap<String, Vec<usize>> = names_s
+                .iter()
+                .zip(ins.iter())
+                .filter_map(|(n, s)| s.as_ref().map(|s| (n.clone(), s.to_vec())))
+                .collect();
             let shapes = infer_shapes(&g_shape, &given)?;
             for (o, &(n, k)) in outs.iter_mut().zip(&g_shape.heads) {
                 let e = g_shape.entry(n, k);
@@ -295,7 +298,11 @@ fn eager_gradient(symbol: &Symbol, n_args: usize, g: &GradCtx) -> Result<Vec<Opt
 
 /// Evaluates `graph` with recorded operator calls, variables taken from
 /// `values` (by node address); `_backward_` nodes use their forward node's state.
-fn evaluate(graph: &IndexedGraph, values: &HashMap<usize, NDArray>, shared: &HashMap<usize, usize>) -> Result<Vec<NDArray>> {
+fn evaluate(
+    graph: &IndexedGraph,
+    values: &HashMap<usize, NDArray>,
+    shared: &HashMap<usize, usize>,
+) -> Result<Vec<NDArray>> {
     let mut entries: Vec<Option<NDArray>> = vec![None; graph.num_entries()];
     let mut states: HashMap<usize, OpState> = HashMap::new();
     for (n, node) in graph.nodes.iter().enumerate() {
@@ -307,8 +314,10 @@ fn evaluate(graph: &IndexedGraph, values: &HashMap<usize, NDArray>, shared: &Has
             entries[graph.entry(n, 0)] = Some(v);
             continue;
         };
-        let inputs: Vec<NDArray> =
-            graph.inputs[n].iter().map(|&(m, k)| entries[graph.entry(m, k)].clone().expect("topological order")).collect();
+        let inputs: Vec<NDArray> = graph.inputs[n]
+            .iter()
+            .map(|&(m, k)| entries[graph.entry(m, k)].clone().expect("topological order"))
+            .collect();
         let refs: Vec<&NDArray> = inputs.iter().collect();
         let owner = shared.get(&addr).copied().unwrap_or(addr);
         let state = match (states.get(&owner), &call.op.create_state) {
@@ -316,7 +325,12 @@ fn evaluate(graph: &IndexedGraph, values: &HashMap<usize, NDArray>, shared: &Has
             (None, Some(create)) if owner == addr => {
                 let shapes: Vec<Shape> = inputs.iter().map(|x| Shape::from_slice(x.shape())).collect();
                 let dtypes: Vec<DType> = inputs.iter().map(|x| x.dtype()).collect();
-                let s = create(&call.attrs, &shapes, &dtypes, inputs.first().map(|x| x.device()).unwrap_or_default())?;
+                let s = create(
+                    &call.attrs,
+                    &shapes,
+                    &dtypes,
+                    inputs.first().map(|x| x.device()).unwrap_or_default(),
+                )?;
                 states.insert(addr, s.clone());
                 Some(s)
             }

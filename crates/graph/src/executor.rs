@@ -19,8 +19,8 @@ use crate::symbol::{shape_string, Symbol};
 use oxnet_core::autograd;
 use oxnet_core::op::ForwardFn;
 use oxnet_core::{DType, Device, Error, NDArray, OpContext, OpState, Req, Result, Shape};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::collections::{HashMap, HashSet};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 /// A callback shown each operator output after it is computed:
@@ -280,7 +280,8 @@ impl Executor {
         let forward_steps: Vec<usize> = ops.iter().copied().filter(|&n| n < n_forward).collect();
         let backward_steps: Vec<usize> = ops.iter().copied().filter(|&n| n >= n_forward).collect();
         let n_heads = sym.num_outputs();
-        let head_entries: Vec<usize> = graph.heads[..n_heads].iter().map(|&(n, k)| graph.entry(n, k)).collect();
+        let head_entries: Vec<usize> =
+            graph.heads[..n_heads].iter().map(|&(n, k)| graph.entry(n, k)).collect();
         let mut grad_entries = vec![None; arg_ids.len()];
         let mut slot = n_heads;
         for (i, r) in reqs.iter().enumerate() {
@@ -290,7 +291,8 @@ impl Executor {
                 slot += 1;
             }
         }
-        let keep: HashSet<usize> = head_entries.iter().chain(grad_entries.iter().flatten()).copied().collect();
+        let keep: HashSet<usize> =
+            head_entries.iter().chain(grad_entries.iter().flatten()).copied().collect();
         let entry_bytes: Vec<usize> =
             all_shapes.iter().zip(&all_types).map(|(s, d)| s.iter().product::<usize>() * d.size()).collect();
         let steps: Vec<usize> = forward_steps.iter().chain(&backward_steps).copied().collect();
@@ -401,11 +403,8 @@ impl Executor {
 
     /// Runs the forward (or backward) operator nodes.
     fn run_steps(&mut self, backward: bool) -> Result<()> {
-        let range = if backward {
-            self.forward_steps.len()..self.steps.len()
-        } else {
-            0..self.forward_steps.len()
-        };
+        let range =
+            if backward { self.forward_steps.len()..self.steps.len() } else { 0..self.forward_steps.len() };
         let is_train = autograd::is_training();
         for i in range {
             let n = self.steps[i].node;
@@ -435,7 +434,14 @@ impl Executor {
                 }
                 None => {
                     let refs: Vec<&NDArray> = step.inputs.iter().collect();
-                    oxnet_core::dispatch::invoke_into_with_state(&call.op, &refs, &call.attrs, &step.outputs, &step.reqs, state)
+                    oxnet_core::dispatch::invoke_into_with_state(
+                        &call.op,
+                        &refs,
+                        &call.attrs,
+                        &step.outputs,
+                        &step.reqs,
+                        state,
+                    )
                 }
             };
             result.map_err(|e| in_node(e, &node.name, &call.op.name))?;
@@ -498,9 +504,9 @@ impl Executor {
         }
         for (i, buf) in self.head_grad_buffers.iter().enumerate() {
             match out_grads.get(i).and_then(|g| g.as_ref()) {
-                Some(g) => buf.assign_from(g).map_err(|e| {
-                    Error::Shape(format!("backward: output gradient {i}: {e}"))
-                })?,
+                Some(g) => buf
+                    .assign_from(g)
+                    .map_err(|e| Error::Shape(format!("backward: output gradient {i}: {e}")))?,
                 None => buf.fill(1.0)?,
             }
         }
@@ -515,7 +521,13 @@ impl Executor {
                 Req::Write | Req::Inplace => dst.assign_from(&g)?,
                 Req::Add => {
                     let op = oxnet_core::registry::get("elemwise_add")?;
-                    oxnet_core::invoke_into(&op, &[&dst, &g], &oxnet_core::Attrs::empty(), std::slice::from_ref(&dst), &[Req::Write])?;
+                    oxnet_core::invoke_into(
+                        &op,
+                        &[&dst, &g],
+                        &oxnet_core::Attrs::empty(),
+                        std::slice::from_ref(&dst),
+                        &[Req::Write],
+                    )?;
                 }
             }
         }
@@ -623,9 +635,10 @@ impl Executor {
         aux_params: &HashMap<String, NDArray>,
         allow_extra: bool,
     ) -> Result<()> {
-        for (params, names, arrays, what) in
-            [(arg_params, &self.arg_names, &self.args, "argument"), (aux_params, &self.aux_names, &self.aux, "aux state")]
-        {
+        for (params, names, arrays, what) in [
+            (arg_params, &self.arg_names, &self.args, "argument"),
+            (aux_params, &self.aux_names, &self.aux, "aux state"),
+        ] {
             for (name, value) in params {
                 match names.iter().position(|n| n == name) {
                     Some(i) => arrays[i].assign_from(value).map_err(|e| {
@@ -723,7 +736,10 @@ fn complete_facts(
                         "bind: node `{}` ({}): output {k} has {} shape and {} dtype",
                         node.name,
                         node.op_name(),
-                        shape.as_ref().map_or("an unknown".to_string(), |s| format!("the incomplete {}", shape_string(s))),
+                        shape.as_ref().map_or("an unknown".to_string(), |s| format!(
+                            "the incomplete {}",
+                            shape_string(s)
+                        )),
                         t[e].map_or("an unknown".to_string(), |d| d.name().to_string()),
                     )))
                 }

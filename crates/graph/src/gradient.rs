@@ -142,7 +142,9 @@ pub fn gradient(
                     let e = outs[i];
                     let gr = match grads.get(&e) {
                         Some(gr) => gr.clone(),
-                        None => run_traced(&tracer, || invoke1("zeros_like", &[&values[e]], &[])).map_err(wrap)?,
+                        None => {
+                            run_traced(&tracer, || invoke1("zeros_like", &[&values[e]], &[])).map_err(wrap)?
+                        }
                     };
                     inputs.push(tracer.borrow_mut().entry_of(&gr)?);
                 }
@@ -154,7 +156,8 @@ pub fn gradient(
                 }
                 let in_meta: Vec<(Shape, DType)> =
                     ins.iter().map(|&e| (Shape::from_slice(&shapes[e]), dtypes[e])).collect();
-                let op = Arc::new(backward_op(&call.op, d.clone(), backward.clone(), outs.len(), in_meta.clone()));
+                let op =
+                    Arc::new(backward_op(&call.op, d.clone(), backward.clone(), outs.len(), in_meta.clone()));
                 let results =
                     tracer.borrow_mut().add_node(&op, &call.attrs, inputs, &in_meta, device).map_err(wrap)?;
                 let bnode = tracer.borrow_mut().entry_of(&results[0])?.node;
@@ -191,7 +194,12 @@ pub fn gradient(
 
 /// Adds `gr` to the gradient of entry `e` (an `elemwise_add` node when there
 /// is one already).
-fn accumulate(tracer: &Rc<RefCell<Tracer>>, grads: &mut HashMap<usize, NDArray>, e: usize, gr: NDArray) -> Result<()> {
+fn accumulate(
+    tracer: &Rc<RefCell<Tracer>>,
+    grads: &mut HashMap<usize, NDArray>,
+    e: usize,
+    gr: NDArray,
+) -> Result<()> {
     let total = match grads.remove(&e) {
         Some(prev) => run_traced(tracer, || invoke1("elemwise_add", &[&prev, &gr], &[]))?,
         None => gr,

@@ -61,7 +61,8 @@ pub fn infer_shapes(g: &IndexedGraph, given: &HashMap<String, Vec<usize>>) -> Re
         let node = &g.nodes[n];
         let e = g.entry(n, 0);
         if let Some(text) = node.attr("__shape__") {
-            let s = parse_shape(&text).map_err(|err| Error::Shape(format!("variable `{}`: {err}", node.name)))?;
+            let s =
+                parse_shape(&text).map_err(|err| Error::Shape(format!("variable `{}`: {err}", node.name)))?;
             if !s.is_empty() {
                 shapes[e] = Some(s);
             }
@@ -95,7 +96,9 @@ pub fn infer_dtypes(g: &IndexedGraph, given: &HashMap<String, DType>) -> Result<
                 .map_err(|_| ())
                 .and_then(|c| DType::from_code(c).map_err(|_| ()))
                 .or_else(|_| DType::from_name(code.trim()).map_err(|_| ()))
-                .map_err(|_| Error::DType(format!("variable `{}` has an unknown __dtype__ `{code}`", node.name)))?;
+                .map_err(|_| {
+                    Error::DType(format!("variable `{}` has an unknown __dtype__ `{code}`", node.name))
+                })?;
             types[e] = Some(d);
         }
         if let Some(d) = given.get(&node.name) {

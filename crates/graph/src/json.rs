@@ -33,7 +33,8 @@ pub fn to_json(sym: &Symbol) -> Result<String> {
         let attrs = node.all_attrs();
         if !attrs.is_empty() {
             out.push_str("\n      \"attrs\": {");
-            let items: Vec<String> = attrs.iter().map(|(k, v)| format!("{}: {}", quote(k), quote(v))).collect();
+            let items: Vec<String> =
+                attrs.iter().map(|(k, v)| format!("{}: {}", quote(k), quote(v))).collect();
             out.push_str(&items.join(", "));
             out.push_str("}, ");
         }
@@ -89,7 +90,10 @@ fn read_entry(v: &Value, nodes: &[Arc<Node>], limit: usize, what: &str) -> Resul
     let source = &nodes[node];
     let n_out = source.num_outputs()?;
     if index >= n_out {
-        return Err(bad(format!("{what} reads output {index} of node {node} (`{}`), which has {n_out}", source.name)));
+        return Err(bad(format!(
+            "{what} reads output {index} of node {node} (`{}`), which has {n_out}",
+            source.name
+        )));
     }
     Ok(Entry { node: source.clone(), index })
 }
@@ -127,7 +131,8 @@ fn move_legacy_multipliers(user: &mut BTreeMap<String, String>, input_names: &[S
 pub fn from_json(text: &str) -> Result<Symbol> {
     let root: Value = serde_json::from_str(text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
     let root = root.as_object().ok_or_else(|| bad("the top level is not an object"))?;
-    let nodes_v = root.get("nodes").and_then(Value::as_array).ok_or_else(|| bad("there is no `nodes` list"))?;
+    let nodes_v =
+        root.get("nodes").and_then(Value::as_array).ok_or_else(|| bad("there is no `nodes` list"))?;
     let version = root
         .get("attrs")
         .and_then(|a| a.get("mxnet_version"))
@@ -137,7 +142,8 @@ pub fn from_json(text: &str) -> Result<Symbol> {
     let legacy = version < 900;
     let mut nodes: Vec<Arc<Node>> = Vec::with_capacity(nodes_v.len());
     for (i, nv) in nodes_v.iter().enumerate() {
-        let obj: &Map<String, Value> = nv.as_object().ok_or_else(|| bad(format!("node {i} is not an object")))?;
+        let obj: &Map<String, Value> =
+            nv.as_object().ok_or_else(|| bad(format!("node {i} is not an object")))?;
         let name = obj
             .get("name")
             .and_then(Value::as_str)
@@ -200,7 +206,8 @@ pub fn from_json(text: &str) -> Result<Symbol> {
         };
         nodes.push(node);
     }
-    let heads_v = root.get("heads").and_then(Value::as_array).ok_or_else(|| bad("there is no `heads` list"))?;
+    let heads_v =
+        root.get("heads").and_then(Value::as_array).ok_or_else(|| bad("there is no `heads` list"))?;
     if heads_v.is_empty() {
         return Err(bad("`heads` is empty"));
     }

@@ -22,8 +22,8 @@
 //! assert_eq!(exe.grad_arrays()[0].as_ref().unwrap().to_vec::<f32>().unwrap(), vec![0.25, 0.25]);
 //! ```
 
-pub mod dot;
 pub mod cached;
+pub mod dot;
 pub mod executor;
 pub mod gradient;
 pub mod indexed;

@@ -80,7 +80,12 @@ impl Node {
     }
 
     /// A new operator node.
-    pub fn operator(name: &str, op: OpCall, inputs: Vec<Entry>, attrs: BTreeMap<String, String>) -> Arc<Node> {
+    pub fn operator(
+        name: &str,
+        op: OpCall,
+        inputs: Vec<Entry>,
+        attrs: BTreeMap<String, String>,
+    ) -> Arc<Node> {
         Arc::new(Node { name: name.to_string(), op: Some(op), inputs, attrs: RwLock::new(attrs) })
     }
 

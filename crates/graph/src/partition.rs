@@ -40,7 +40,12 @@ pub trait PartitionStrategy: Send + Sync {
     /// the id of the subgraph the node joins.
     fn select(&self, graph_json: &str, num_nodes: usize, options: &[(&str, &str)]) -> Result<Vec<i32>>;
     /// Whether to replace subgraph `id`, and the attributes of its node.
-    fn review(&self, subgraph_json: &str, id: i32, options: &[(&str, &str)]) -> Result<(bool, Vec<(String, String)>)>;
+    fn review(
+        &self,
+        subgraph_json: &str,
+        id: i32,
+        options: &[(&str, &str)],
+    ) -> Result<(bool, Vec<(String, String)>)>;
 }
 
 /// A parameter a graph pass created.
@@ -75,7 +80,11 @@ static BACKENDS: RwLock<Option<HashMap<String, Backend>>> = RwLock::new(None);
 
 /// Registers `backend` under `name` (replacing one of that name).
 pub fn register_backend(name: &str, backend: Backend) {
-    BACKENDS.write().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(name.to_string(), backend);
+    BACKENDS
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .insert(name.to_string(), backend);
 }
 
 /// Names of the registered backends, sorted.
@@ -87,7 +96,8 @@ pub fn backend_names() -> Vec<String> {
 }
 
 fn find_backend(name: &str) -> Result<Backend> {
-    let found = BACKENDS.read().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|m| m.get(name).cloned());
+    let found =
+        BACKENDS.read().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|m| m.get(name).cloned());
     found.ok_or_else(|| {
         Error::Invalid(format!(
             "optimize_for: no backend `{name}` (registered: {}); load the library that provides it first",
@@ -110,8 +120,12 @@ pub fn optimize_for(sym: &Symbol, backend: &str, options: &[(&str, &str)]) -> Re
     match find_backend(backend)? {
         Backend::Pass(pass) => {
             let (json, params) = pass.run(&to_json(sym)?, options)?;
-            let symbol = from_json(&json)
-                .map_err(|e| Error::Invalid(format!("graph pass `{}` returned a graph oxnet cannot read: {e}", pass.name())))?;
+            let symbol = from_json(&json).map_err(|e| {
+                Error::Invalid(format!(
+                    "graph pass `{}` returned a graph oxnet cannot read: {e}",
+                    pass.name()
+                ))
+            })?;
             Ok(Optimized { symbol, new_params: params })
         }
         Backend::Partitioner(strategies) => {
@@ -172,7 +186,14 @@ fn partition(sym: &Symbol, strategy: &dyn PartitionStrategy, options: &[(&str, &
             let mut params = attrs;
             params.push((SUBGRAPH_ATTR.to_string(), sub_json));
             let name = format!("{}{}", op_name.trim_start_matches('_'), replacements.len());
-            replacements.push(Replacement { name, op_name: op_name.clone(), params, members: component, inputs, outputs });
+            replacements.push(Replacement {
+                name,
+                op_name: op_name.clone(),
+                params,
+                members: component,
+                inputs,
+                outputs,
+            });
         }
     }
     if replacements.is_empty() {
@@ -200,9 +221,9 @@ fn rewire(g: &IndexedGraph, replacements: &[Replacement]) -> Result<Symbol> {
         built: &mut [Option<Arc<Node>>],
     ) -> Result<Entry> {
         let Some(&(r, k)) = owner.get(&e) else {
-            let node = copies[e.0]
-                .clone()
-                .ok_or_else(|| Error::Invalid("partitioning: a node was read before it was rebuilt".into()))?;
+            let node = copies[e.0].clone().ok_or_else(|| {
+                Error::Invalid("partitioning: a node was read before it was rebuilt".into())
+            })?;
             return Ok(Entry { node, index: e.1 });
         };
         if built[r].is_none() {
@@ -290,8 +311,11 @@ fn is_convex(g: &IndexedGraph, component: &[usize]) -> bool {
         }
     }
     // outside nodes reachable from the component
-    let mut stack: Vec<usize> =
-        component.iter().flat_map(|&n| consumers[n].iter().copied()).filter(|n| !inside.contains(n)).collect();
+    let mut stack: Vec<usize> = component
+        .iter()
+        .flat_map(|&n| consumers[n].iter().copied())
+        .filter(|n| !inside.contains(n))
+        .collect();
     let mut seen = HashSet::new();
     while let Some(n) = stack.pop() {
         if !seen.insert(n) {
@@ -311,7 +335,10 @@ fn is_convex(g: &IndexedGraph, component: &[usize]) -> bool {
 /// entries it reads from outside (returned in order) and whose heads are
 /// the entries read outside it or heads of `g` (returned in order).
 #[allow(clippy::type_complexity)]
-fn extract(g: &IndexedGraph, component: &[usize]) -> Result<(Symbol, Vec<(usize, usize)>, Vec<(usize, usize)>)> {
+fn extract(
+    g: &IndexedGraph,
+    component: &[usize],
+) -> Result<(Symbol, Vec<(usize, usize)>, Vec<(usize, usize)>)> {
     let inside: HashSet<usize> = component.iter().copied().collect();
     let mut inputs: Vec<(usize, usize)> = Vec::new();
     let mut copies: HashMap<usize, Arc<Node>> = HashMap::new();
@@ -337,15 +364,16 @@ fn extract(g: &IndexedGraph, component: &[usize]) -> Result<(Symbol, Vec<(usize,
     let mut outputs = Vec::new();
     for &n in component {
         for k in 0..g.num_outputs(n) {
-            let read_outside = (0..g.nodes.len())
-                .filter(|m| !inside.contains(m))
-                .any(|m| g.inputs[m].contains(&(n, k)));
+            let read_outside =
+                (0..g.nodes.len()).filter(|m| !inside.contains(m)).any(|m| g.inputs[m].contains(&(n, k)));
             if read_outside || heads.contains(&(n, k)) {
                 outputs.push((n, k));
             }
         }
     }
-    let sym = Symbol::from_entries(outputs.iter().map(|&(n, k)| Entry { node: copies[&n].clone(), index: k }).collect());
+    let sym = Symbol::from_entries(
+        outputs.iter().map(|&(n, k)| Entry { node: copies[&n].clone(), index: k }).collect(),
+    );
     Ok((sym, inputs, outputs))
 }
 
@@ -405,8 +433,11 @@ pub fn host_subgraph_op(name: &str) -> OpDef {
         .infer_shape(|a, ins, outs| {
             let s = prepared(a)?;
             let names = s.symbol.list_inputs()?;
-            let given: HashMap<String, Vec<usize>> =
-                names.iter().zip(ins.iter()).filter_map(|(n, x)| x.as_ref().map(|x| (n.clone(), x.to_vec()))).collect();
+            let given: HashMap<String, Vec<usize>> = names
+                .iter()
+                .zip(ins.iter())
+                .filter_map(|(n, x)| x.as_ref().map(|x| (n.clone(), x.to_vec())))
+                .collect();
             let shapes = infer_shapes(&s.graph, &given)?;
             for (o, &(n, k)) in outs.iter_mut().zip(&s.graph.heads) {
                 let e = s.graph.entry(n, k);
@@ -445,5 +476,7 @@ pub fn host_subgraph_op(name: &str) -> OpDef {
 }
 
 fn prepared(attrs: &oxnet_core::Attrs) -> Result<&Subgraph> {
-    attrs.prepared::<Subgraph>().ok_or_else(|| Error::Invalid("the subgraph attribute was not prepared".into()))
+    attrs
+        .prepared::<Subgraph>()
+        .ok_or_else(|| Error::Invalid("the subgraph attribute was not prepared".into()))
 }

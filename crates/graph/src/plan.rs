@@ -109,11 +109,8 @@ pub fn plan_memory(
             block_of[e] = Some(block);
         }
         // free what this step read for the last time, and outputs nobody reads
-        let mut release: Vec<usize> = g.inputs[n]
-            .iter()
-            .map(|&(m, k)| g.entry(m, k))
-            .filter(|e| last_use[*e] == Some(s))
-            .collect();
+        let mut release: Vec<usize> =
+            g.inputs[n].iter().map(|&(m, k)| g.entry(m, k)).filter(|e| last_use[*e] == Some(s)).collect();
         release.extend(outputs.iter().filter(|e| last_use[**e].is_none()));
         release.sort_unstable();
         release.dedup();

@@ -106,7 +106,12 @@ impl Symbol {
     /// Calls operator `op_name` on single-output symbols given by position,
     /// with typed attributes; missing inputs become variables
     /// `<name>_<argument>`. Without a name one is made (`fullyconnected0`).
-    pub fn op(op_name: &str, inputs: &[&Symbol], attrs: &[(&str, AttrValue)], name: Option<&str>) -> Result<Symbol> {
+    pub fn op(
+        op_name: &str,
+        inputs: &[&Symbol],
+        attrs: &[(&str, AttrValue)],
+        name: Option<&str>,
+    ) -> Result<Symbol> {
         let params = attrs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let positional: Vec<Symbol> = inputs.iter().map(|s| (*s).clone()).collect();
         Symbol::compose_op(op_name, &positional, &[], params, name, BTreeMap::new())
@@ -168,7 +173,9 @@ impl Symbol {
             .map(|(slot, arg)| match slot {
                 Some(e) => e,
                 // Scope attributes (mx.AttrScope, attr=) apply to the variables made here too.
-                None => Entry { node: Node::variable(&format!("{name}_{arg}"), user_attrs.clone()), index: 0 },
+                None => {
+                    Entry { node: Node::variable(&format!("{name}_{arg}"), user_attrs.clone()), index: 0 }
+                }
             })
             .collect();
         let node = Node::operator(&name, call, inputs, user_attrs);
@@ -200,7 +207,10 @@ impl Symbol {
     /// Output `i` as a symbol (`sym[i]`).
     pub fn get(&self, i: usize) -> Result<Symbol> {
         self.outputs.get(i).map(|e| Symbol { outputs: vec![e.clone()] }).ok_or_else(|| {
-            Error::Invalid(format!("output index {i} is out of range for a symbol with {} outputs", self.outputs.len()))
+            Error::Invalid(format!(
+                "output index {i} is out of range for a symbol with {} outputs",
+                self.outputs.len()
+            ))
         })
     }
 
@@ -210,7 +220,10 @@ impl Symbol {
         let found: Vec<usize> = (0..names.len()).filter(|&i| names[i] == name).collect();
         match found.as_slice() {
             [i] => self.get(*i),
-            [] => Err(Error::Invalid(format!("the symbol has no output named `{name}` (outputs: {})", names.join(", ")))),
+            [] => Err(Error::Invalid(format!(
+                "the symbol has no output named `{name}` (outputs: {})",
+                names.join(", ")
+            ))),
             _ => Err(Error::Invalid(format!("the symbol has several outputs named `{name}`"))),
         }
     }
@@ -355,11 +368,7 @@ impl Symbol {
                 substituted.insert(key, e);
                 continue;
             }
-            let inputs = node
-                .inputs
-                .iter()
-                .map(|e| map_entry(e, &map, &substituted))
-                .collect();
+            let inputs = node.inputs.iter().map(|e| map_entry(e, &map, &substituted)).collect();
             let copy = Arc::new(Node::copy_with_inputs(&node, inputs));
             map.insert(key, copy);
         }
@@ -379,7 +388,11 @@ impl std::fmt::Debug for Symbol {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.outputs.as_slice() {
             [e] => write!(f, "<Symbol {}>", e.node.name),
-            _ => write!(f, "<Symbol group [{}]>", self.outputs.iter().map(|e| e.node.name.as_str()).collect::<Vec<_>>().join(", ")),
+            _ => write!(
+                f,
+                "<Symbol group [{}]>",
+                self.outputs.iter().map(|e| e.node.name.as_str()).collect::<Vec<_>>().join(", ")
+            ),
         }
     }
 }

@@ -80,12 +80,21 @@ impl Tracer {
                 return Ok(e.clone());
             }
             let (e, known) = (e.clone(), known.clone());
-            if a.is_contiguous() && known.is_contiguous() && a.offset() == known.offset() && a.size() == known.size()
+            if a.is_contiguous()
+                && known.is_contiguous()
+                && a.offset() == known.offset()
+                && a.size() == known.size()
             {
                 let shape: Vec<i64> = a.shape().iter().map(|&d| d as i64).collect();
                 let op = oxnet_core::registry::get("reshape")?;
                 let attrs = op.parse_attrs(&[("shape", AttrValue::Ints(shape))])?;
-                let out = self.add_node(&op, &attrs, vec![e], &[(Shape::from_slice(a.shape()), a.dtype())], a.device())?;
+                let out = self.add_node(
+                    &op,
+                    &attrs,
+                    vec![e],
+                    &[(Shape::from_slice(a.shape()), a.dtype())],
+                    a.device(),
+                )?;
                 return self.entry_of(&out[0]);
             }
             return Err(Error::Invalid(

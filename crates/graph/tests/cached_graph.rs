@@ -30,7 +30,8 @@ fn layer() -> CachedGraph {
 }
 
 fn eager_layer(x: &NDArray, w: &NDArray) -> NDArray {
-    let h = invoke1("FullyConnected", &[x, w], &[("num_hidden", 3.into()), ("no_bias", true.into())]).unwrap();
+    let h =
+        invoke1("FullyConnected", &[x, w], &[("num_hidden", 3.into()), ("no_bias", true.into())]).unwrap();
     invoke1("tanh", &[&h], &[]).unwrap()
 }
 
@@ -68,7 +69,12 @@ fn graph_and_imperative_code_mix_under_autograd() {
         let y = cg.call(&[&pre, &w]).unwrap().remove(0);
         // a second call before any backward keeps its own buffers
         let y2 = cg.call(&[&pre, &w]).unwrap().remove(0);
-        let s = invoke1("elemwise_add", &[&y, &invoke1("_mul_scalar", &[&y2], &[("scalar", 2.0.into())]).unwrap()], &[]).unwrap();
+        let s = invoke1(
+            "elemwise_add",
+            &[&y, &invoke1("_mul_scalar", &[&y2], &[("scalar", 2.0.into())]).unwrap()],
+            &[],
+        )
+        .unwrap();
         invoke1("sum", &[&s], &[]).unwrap()
     };
     mixed.backward().unwrap();
@@ -123,7 +129,13 @@ fn one_cached_graph_serves_several_threads() {
             let w = w.copy().unwrap();
             std::thread::spawn(move || {
                 for i in 0..20 {
-                    let x = NDArray::full(&[2, 3], (t * 20 + i) as f64 / 100.0, DType::F64, oxnet_core::Device::Cpu).unwrap();
+                    let x = NDArray::full(
+                        &[2, 3],
+                        (t * 20 + i) as f64 / 100.0,
+                        DType::F64,
+                        oxnet_core::Device::Cpu,
+                    )
+                    .unwrap();
                     let y = cg.call(&[&x, &w]).unwrap().remove(0);
                     close(&y, &eager_layer(&x, &w), 1e-12);
                 }

@@ -17,7 +17,9 @@ fn seeds() -> Vec<String> {
         .collect();
     let x = Symbol::var("x");
     let y = Symbol::op("Dropout", &[&x], &[("p", 0.5.into())], Some("d")).unwrap();
-    out.push(to_json(&Symbol::group(&[y.clone(), Symbol::op("relu", &[&y], &[], Some("r")).unwrap()])).unwrap());
+    out.push(
+        to_json(&Symbol::group(&[y.clone(), Symbol::op("relu", &[&y], &[], Some("r")).unwrap()])).unwrap(),
+    );
     out
 }
 
@@ -35,11 +37,36 @@ enum Edit {
 
 fn edit() -> impl Strategy<Value = Edit> {
     let tokens = prop::sample::select(vec![
-        "{", "}", "[", "]", ",", ":", "\"", "null", "-1", "99999999999", "\"op\"", "\"inputs\"", "[[0, 0, 0]]",
-        "\"nodes\"", "\"heads\": []", "\"attrs\": {}", "\"num_hidden\": \"-3\"", "1e309", "\"\\u0000\"",
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        "\"",
+        "null",
+        "-1",
+        "99999999999",
+        "\"op\"",
+        "\"inputs\"",
+        "[[0, 0, 0]]",
+        "\"nodes\"",
+        "\"heads\": []",
+        "\"attrs\": {}",
+        "\"num_hidden\": \"-3\"",
+        "1e309",
+        "\"\\u0000\"",
     ]);
     let names = prop::sample::select(vec![
-        "FullyConnected", "Concat", "null", "Custom", "reshape", "softmax", "", "_backward_relu", "Dropout",
+        "FullyConnected",
+        "Concat",
+        "null",
+        "Custom",
+        "reshape",
+        "softmax",
+        "",
+        "_backward_relu",
+        "Dropout",
     ]);
     prop_oneof![
         (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Edit::Flip(i, b)),

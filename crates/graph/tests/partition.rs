@@ -4,7 +4,9 @@
 
 use oxnet_core::{DType, Device, NDArray, Req, Result};
 use oxnet_graph::json::{from_json, to_json};
-use oxnet_graph::partition::{optimize_for, register_backend, Backend, GraphPass, PartitionStrategy, PassParam};
+use oxnet_graph::partition::{
+    optimize_for, register_backend, Backend, GraphPass, PartitionStrategy, PassParam,
+};
 use oxnet_graph::{Executor, Symbol};
 use std::sync::Arc;
 
@@ -29,11 +31,20 @@ impl PartitionStrategy for Activations {
             .map(|n| {
                 let op = n["op"].as_str().unwrap();
                 let take = (op == "tanh" || op == "relu") && Some(n["name"].as_str().unwrap()) != skip;
-                if take { 0 } else { -1 }
+                if take {
+                    0
+                } else {
+                    -1
+                }
             })
             .collect())
     }
-    fn review(&self, subgraph_json: &str, id: i32, options: &[(&str, &str)]) -> Result<(bool, Vec<(String, String)>)> {
+    fn review(
+        &self,
+        subgraph_json: &str,
+        id: i32,
+        options: &[(&str, &str)],
+    ) -> Result<(bool, Vec<(String, String)>)> {
         let v: serde_json::Value = serde_json::from_str(subgraph_json).unwrap();
         let ops = v["nodes"].as_array().unwrap().iter().filter(|n| n["op"] != "null").count();
         let reject = options.iter().any(|(k, v)| *k == "reject" && *v == "1");
@@ -76,12 +87,14 @@ fn run(sym: &Symbol, values: &[(&str, Vec<f64>, Vec<usize>)]) -> (Vec<f64>, Vec<
     let args: Vec<NDArray> = names
         .iter()
         .map(|n| {
-            let (_, v, s) = values.iter().find(|(k, _, _)| k == n).unwrap_or_else(|| panic!("no value for {n}"));
+            let (_, v, s) =
+                values.iter().find(|(k, _, _)| k == n).unwrap_or_else(|| panic!("no value for {n}"));
             NDArray::from_vec(v.clone(), s).unwrap()
         })
         .collect();
     let grads = args.iter().map(|a| Some(NDArray::zeros_like(a).unwrap())).collect();
-    let mut exe = Executor::new(sym, Device::Cpu, args, grads, vec![Req::Write; names.len()], vec![]).unwrap();
+    let mut exe =
+        Executor::new(sym, Device::Cpu, args, grads, vec![Req::Write; names.len()], vec![]).unwrap();
     let out = exe.forward(true).unwrap()[0].to_vec::<f64>().unwrap();
     exe.backward(&[]).unwrap();
     let grads = exe.grad_arrays().iter().map(|g| g.as_ref().unwrap().to_vec::<f64>().unwrap()).collect();

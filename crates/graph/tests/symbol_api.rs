@@ -54,8 +54,15 @@ fn internals_group_indexing_and_children() {
     assert_eq!(
         names,
         [
-            "data", "fc1_weight", "fc1_bias", "fc1_output", "relu1_output", "fc2_weight", "fc2_bias",
-            "fc2_output", "out_output"
+            "data",
+            "fc1_weight",
+            "fc1_bias",
+            "fc1_output",
+            "relu1_output",
+            "fc2_weight",
+            "fc2_bias",
+            "fc2_output",
+            "out_output"
         ]
     );
     let fc1 = internals.get_by_name("fc1_output").unwrap();
@@ -177,7 +184,8 @@ fn conflicting_shapes_name_node_operator_and_both_shapes() {
     )
     .unwrap();
     let g = y.indexed().unwrap();
-    let err = infer::infer_shapes(&g, &HashMap::from([("x".to_string(), vec![2, 9])])).unwrap_err().to_string();
+    let err =
+        infer::infer_shapes(&g, &HashMap::from([("x".to_string(), vec![2, 9])])).unwrap_err().to_string();
     assert!(err.contains("fc9") && err.contains("FullyConnected"), "{err}");
     assert!(err.contains("(5, 3)") && err.contains("(5, 9)"), "{err}");
 }
@@ -221,7 +229,10 @@ fn malformed_json_is_an_error_naming_the_problem() {
         (good.replace("[[4, 0, 0], [5, 0, 0], [6, 0, 0]]", "[[4, 0, 0], [5, 0, 0]]"), "takes 3 inputs"),
     ];
     for (text, want) in cases {
-        let err = from_json(&text).err().unwrap_or_else(|| panic!("accepted a bad graph (want `{want}`)")).to_string();
+        let err = from_json(&text)
+            .err()
+            .unwrap_or_else(|| panic!("accepted a bad graph (want `{want}`)"))
+            .to_string();
         assert!(err.contains(want), "`{err}` lacks `{want}`");
     }
 }
@@ -229,7 +240,8 @@ fn malformed_json_is_an_error_naming_the_problem() {
 #[test]
 fn custom_attributes_reach_json_as_strings() {
     let x = Symbol::var("x");
-    let y = Symbol::op("clip", &[&x], &[("a_min", AttrValue::Float(-1.0)), ("a_max", 2.5.into())], Some("c")).unwrap();
+    let y = Symbol::op("clip", &[&x], &[("a_min", AttrValue::Float(-1.0)), ("a_max", 2.5.into())], Some("c"))
+        .unwrap();
     let text = to_json(&y).unwrap();
     assert!(text.contains("\"a_max\": \"2.5\""), "{text}");
 }

@@ -17,7 +17,11 @@ fn close(a: &[f64], b: &[f64], tol: f64) {
 #[test]
 fn traced_code_becomes_the_same_graph_and_runs() {
     let traced = trace(&[("x", &[2, 3], DType::F64), ("w", &[4, 3], DType::F64)], |xs| {
-        let h = invoke1("FullyConnected", &[&xs[0], &xs[1]], &[("num_hidden", 4.into()), ("no_bias", true.into())])?;
+        let h = invoke1(
+            "FullyConnected",
+            &[&xs[0], &xs[1]],
+            &[("num_hidden", 4.into()), ("no_bias", true.into())],
+        )?;
         let y = invoke1("tanh", &[&h], &[])?;
         // reading a traced array's values is an error, not a crash
         let err = y.to_vec::<f64>().unwrap_err().to_string();
@@ -30,10 +34,18 @@ fn traced_code_becomes_the_same_graph_and_runs() {
     assert!(traced.constants.is_empty());
     let x = NDArray::from_vec(vec![0.1f64, -0.2, 0.3, 0.4, 0.5, -0.6], &[2, 3]).unwrap();
     let w = NDArray::from_vec((0..12).map(|i| (i as f64 - 6.0) / 10.0).collect::<Vec<_>>(), &[4, 3]).unwrap();
-    let mut exe = Executor::new(&sym, Device::Cpu, vec![x.clone(), w.clone()], vec![None, None], vec![Req::Null; 2], vec![])
-        .unwrap();
+    let mut exe = Executor::new(
+        &sym,
+        Device::Cpu,
+        vec![x.clone(), w.clone()],
+        vec![None, None],
+        vec![Req::Null; 2],
+        vec![],
+    )
+    .unwrap();
     let got = exe.forward(false).unwrap()[0].to_vec::<f64>().unwrap();
-    let h = invoke1("FullyConnected", &[&x, &w], &[("num_hidden", 4.into()), ("no_bias", true.into())]).unwrap();
+    let h =
+        invoke1("FullyConnected", &[&x, &w], &[("num_hidden", 4.into()), ("no_bias", true.into())]).unwrap();
     let want = invoke1("sum", &[&invoke1("tanh", &[&h], &[]).unwrap()], &[("axis", 1.into())]).unwrap();
     close(&got, &want.to_vec::<f64>().unwrap(), 1e-12);
 }
@@ -54,7 +66,9 @@ fn traced_arrays_cannot_reach_eager_kernels() {
 #[test]
 fn a_captured_real_array_becomes_a_constant() {
     let c = NDArray::from_vec(vec![2.0f32, 3.0], &[2]).unwrap();
-    let traced = trace(&[("x", &[2], DType::F32)], |xs| Ok(vec![invoke1("elemwise_mul", &[&xs[0], &c], &[])?])).unwrap();
+    let traced =
+        trace(&[("x", &[2], DType::F32)], |xs| Ok(vec![invoke1("elemwise_mul", &[&xs[0], &c], &[])?]))
+            .unwrap();
     assert_eq!(traced.constants.len(), 1);
     assert_eq!(traced.symbol.list_arguments().unwrap(), ["x", "_const0"]);
 }
@@ -75,11 +89,19 @@ fn a_backward_graph_can_itself_be_differentiated() {
     let xv = vec![0.3f64, -0.7, 1.1];
     let inputs: Vec<NDArray> = args
         .iter()
-        .map(|a| if a == "x" { NDArray::from_vec(xv.clone(), &[3]).unwrap() } else { NDArray::ones(&[3], DType::F64, Device::Cpu).unwrap() })
+        .map(|a| {
+            if a == "x" {
+                NDArray::from_vec(xv.clone(), &[3]).unwrap()
+            } else {
+                NDArray::ones(&[3], DType::F64, Device::Cpu).unwrap()
+            }
+        })
         .collect();
-    let grads: Vec<Option<NDArray>> = args.iter().map(|_| Some(NDArray::zeros(&[3], DType::F64, Device::Cpu).unwrap())).collect();
+    let grads: Vec<Option<NDArray>> =
+        args.iter().map(|_| Some(NDArray::zeros(&[3], DType::F64, Device::Cpu).unwrap())).collect();
     let reqs: Vec<Req> = args.iter().map(|a| if a == "x" { Req::Write } else { Req::Null }).collect();
-    let grads: Vec<Option<NDArray>> = grads.into_iter().zip(&reqs).map(|(g, r)| if *r == Req::Null { None } else { g }).collect();
+    let grads: Vec<Option<NDArray>> =
+        grads.into_iter().zip(&reqs).map(|(g, r)| if *r == Req::Null { None } else { g }).collect();
     let mut exe = Executor::new(&gsym, Device::Cpu, inputs, grads, reqs, vec![]).unwrap();
     let first_grad = exe.forward(true).unwrap()[0].to_vec::<f64>().unwrap();
     close(&first_grad, &xv.iter().map(|v| 1.0 - v.tanh().powi(2)).collect::<Vec<_>>(), 1e-12);
@@ -94,9 +116,11 @@ fn mlp() -> Symbol {
     let data = Symbol::var("data");
     let mut h = data;
     for (i, n) in [256usize, 256, 10].iter().enumerate() {
-        h = Symbol::op("FullyConnected", &[&h], &[("num_hidden", (*n).into())], Some(&format!("fc{i}"))).unwrap();
+        h = Symbol::op("FullyConnected", &[&h], &[("num_hidden", (*n).into())], Some(&format!("fc{i}")))
+            .unwrap();
         if i < 2 {
-            h = Symbol::op("Activation", &[&h], &[("act_type", "relu".into())], Some(&format!("relu{i}"))).unwrap();
+            h = Symbol::op("Activation", &[&h], &[("act_type", "relu".into())], Some(&format!("relu{i}")))
+                .unwrap();
         }
     }
     Symbol::op("log_softmax", &[&h], &[], Some("out")).unwrap()
@@ -123,7 +147,8 @@ fn planned_execution_matches_imperative_autograd_on_an_mlp() {
     let shapes = HashMap::from([("data".to_string(), vec![8, 784])]);
     let g = sym.indexed().unwrap();
     let inferred = infer::infer_shapes(&g, &shapes).unwrap();
-    let mut exe = simple_bind(&sym, Device::Cpu, &GradReqs::All(Req::Write), &HashMap::new(), &shapes).unwrap();
+    let mut exe =
+        simple_bind(&sym, Device::Cpu, &GradReqs::All(Req::Write), &HashMap::new(), &shapes).unwrap();
     let args: Vec<NDArray> = exe
         .arg_arrays()
         .iter()
@@ -144,7 +169,12 @@ fn planned_execution_matches_imperative_autograd_on_an_mlp() {
         let mut h = args[0].clone();
         for i in 0..3 {
             let n: usize = [256, 256, 10][i];
-            h = invoke1("FullyConnected", &[&h, &args[1 + 2 * i], &args[2 + 2 * i]], &[("num_hidden", n.into())]).unwrap();
+            h = invoke1(
+                "FullyConnected",
+                &[&h, &args[1 + 2 * i], &args[2 + 2 * i]],
+                &[("num_hidden", n.into())],
+            )
+            .unwrap();
             if i < 2 {
                 h = invoke1("Activation", &[&h], &[("act_type", "relu".into())]).unwrap();
             }

@@ -23,7 +23,12 @@ impl partition::PartitionStrategy for StrategyBackend {
         self.0.supported_ops(graph_json, num_nodes, options)
     }
 
-    fn review(&self, subgraph_json: &str, id: i32, options: &[(&str, &str)]) -> Result<(bool, Vec<(String, String)>)> {
+    fn review(
+        &self,
+        subgraph_json: &str,
+        id: i32,
+        options: &[(&str, &str)],
+    ) -> Result<(bool, Vec<(String, String)>)> {
         self.0.review_subgraph(subgraph_json, id, options)
     }
 }

@@ -39,7 +39,8 @@ fn chain(op: &str) -> Symbol {
 
 fn inputs() -> (NDArray, NDArray) {
     let x = NDArray::from_vec((0..6).map(|i| (i as f32 - 2.5) / 3.0).collect::<Vec<_>>(), &[2, 3]).unwrap();
-    let w = NDArray::from_vec((0..9).map(|i| ((i * 7 % 5) as f32 - 2.0) / 4.0).collect::<Vec<_>>(), &[3, 3]).unwrap();
+    let w = NDArray::from_vec((0..9).map(|i| ((i * 7 % 5) as f32 - 2.0) / 4.0).collect::<Vec<_>>(), &[3, 3])
+        .unwrap();
     (x, w)
 }
 
@@ -48,7 +49,9 @@ fn run(sym: &Symbol, args: &[(&str, NDArray)], grads: bool) -> (Vec<f32>, Vec<Ve
     let names = sym.list_arguments().unwrap();
     let arrays: Vec<NDArray> = names
         .iter()
-        .map(|n| args.iter().find(|(k, _)| k == n).unwrap_or_else(|| panic!("no value for {n}")).1.copy().unwrap())
+        .map(|n| {
+            args.iter().find(|(k, _)| k == n).unwrap_or_else(|| panic!("no value for {n}")).1.copy().unwrap()
+        })
         .collect();
     let reqs = vec![if grads { Req::Write } else { Req::Null }; names.len()];
     let g = arrays.iter().map(|a| grads.then(|| NDArray::zeros_like(a).unwrap())).collect();
@@ -119,7 +122,8 @@ fn mxnet_built_partitioner_with_oxnets_host_subgraph_operator() {
     };
     let include = format!("-I{}", sdk.include.display());
     let source = common::repo_root().join("examples/extensions/mxnet/mx_ops.cc");
-    let lib = common::build_native("g++", &["-std=c++11", &include], &[source, sdk.lib_api_cc.clone()], "mx_ops");
+    let lib =
+        common::build_native("g++", &["-std=c++11", &include], &[source, sdk.lib_api_cc.clone()], "mx_ops");
     load(lib);
     let net = chain("mx_gemm");
     let (x, w) = inputs();

@@ -3,8 +3,8 @@
 //! The capsule holds a `DLManagedTensor` whose manager context keeps the
 //! engine array alive until the consumer calls the deleter.
 
-use oxnet_core::{DType, Device, NDArray};
 use crate::errors::IntoPyResult;
+use oxnet_core::{DType, Device, NDArray};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use std::ffi::{c_void, CStr};

@@ -100,7 +100,11 @@ impl SymbolHandle {
     }
 
     /// Substitutes variables: by position (argument order) and by name.
-    fn compose(&self, positional: Vec<SymbolHandle>, named: Vec<(String, SymbolHandle)>) -> PyResult<SymbolHandle> {
+    fn compose(
+        &self,
+        positional: Vec<SymbolHandle>,
+        named: Vec<(String, SymbolHandle)>,
+    ) -> PyResult<SymbolHandle> {
         let positional: Vec<Symbol> = positional.into_iter().map(|s| s.inner).collect();
         let named: Vec<(String, Symbol)> = named.into_iter().map(|(k, s)| (k, s.inner)).collect();
         self.inner.compose(&positional, &named).map(wrap).py()
@@ -123,7 +127,11 @@ impl SymbolHandle {
             let args: Vec<usize> = g.arguments().iter().map(|&n| g.entry(n, 0)).collect();
             let aux: Vec<usize> = g.aux_states().iter().map(|&n| g.entry(n, 0)).collect();
             let outs: Vec<usize> = g.heads.iter().map(|&(n, k)| g.entry(n, k)).collect();
-            Ok((shape_list(&s, &args, partial), shape_list(&s, &outs, partial), shape_list(&s, &aux, partial)))
+            Ok((
+                shape_list(&s, &args, partial),
+                shape_list(&s, &outs, partial),
+                shape_list(&s, &aux, partial),
+            ))
         })
         .py()
     }
@@ -213,7 +221,8 @@ impl ExecutorHandle {
     }
 
     fn backward(&self, py: Python<'_>, out_grads: Vec<Option<PyRef<'_, PyNDArray>>>) -> PyResult<()> {
-        let grads: Vec<Option<NDArray>> = out_grads.iter().map(|g| g.as_ref().map(|g| g.inner.clone())).collect();
+        let grads: Vec<Option<NDArray>> =
+            out_grads.iter().map(|g| g.as_ref().map(|g| g.inner.clone())).collect();
         py.detach(|| self.lock().backward(&grads)).py()
     }
 
@@ -265,7 +274,11 @@ impl ExecutorHandle {
         self.lock().copy_params_from(&unwrap(arg_params), &unwrap(aux_params), allow_extra).py()
     }
 
-    fn reshape(&self, shapes: HashMap<String, Vec<usize>>, partial_shaping: bool) -> PyResult<ExecutorHandle> {
+    fn reshape(
+        &self,
+        shapes: HashMap<String, Vec<usize>>,
+        partial_shaping: bool,
+    ) -> PyResult<ExecutorHandle> {
         let exe = self.lock().reshape(&shapes, partial_shaping).py()?;
         Ok(ExecutorHandle { inner: Mutex::new(exe) })
     }
