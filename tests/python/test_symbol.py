@@ -494,3 +494,12 @@ def test_cached_op_runs_a_symbol_and_records_one_node():
         z = z * mx.nd.array([[1.0, 2.0, 3.0]])
     z.backward()
     np.testing.assert_allclose(w.grad.asnumpy(), w2.grad.asnumpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_fluent_methods_call_the_operators():
+    x = mx.sym.var("x")
+    y = x.reshape((2, 3)).sum(axis=1).exp().astype("float64")
+    got = y.eval(x=mx.nd.arange(6))[0]
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got.asnumpy(), np.exp([3.0, 12.0]), rtol=1e-6)
+    assert x.transpose().name.startswith("transpose")

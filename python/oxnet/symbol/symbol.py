@@ -403,6 +403,37 @@ def _dtype_code(dtype):
     return _DTYPE_CODES[name]
 
 
+_FLUENT = ("reshape", "flatten", "expand_dims", "transpose", "sum", "mean", "max", "min", "prod", "exp", "log",
+           "sqrt", "square", "abs", "sign", "sigmoid", "tanh", "relu", "softmax", "log_softmax", "clip", "slice",
+           "slice_axis", "take", "one_hot", "tile", "repeat", "squeeze", "norm", "argmax", "argmin", "split",
+           "broadcast_to", "zeros_like", "ones_like", "reshape_like", "pick", "sin", "cos", "dot")
+
+
+def _fluent(op_name):
+    def method(self, *args, **kwargs):
+        from .. import symbol as generated  # the package holds one function per operator
+
+        return getattr(generated, op_name)(self, *args, **kwargs)
+
+    method.__name__ = op_name
+    method.__doc__ = f"``mx.sym.{op_name}`` with this symbol as its first input."
+    return method
+
+
+for _name in _FLUENT:
+    setattr(Symbol, _name, _fluent(_name))
+
+
+def _astype(self, dtype):
+    """``mx.sym.cast`` to ``dtype``."""
+    from . import cast
+
+    return cast(self, dtype=dtype)
+
+
+Symbol.astype = _astype
+
+
 def _np_type(name):
     if name == "bfloat16":
         return name
