@@ -15,35 +15,18 @@ timed batches; ratios are taken within this one run.
 import argparse
 import json
 import os
-import statistics
 import subprocess
-import sys
-import time
+
+import python_ops  # the same timer as the other side-by-side benchmark (this folder)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = [784, 256, 256, 10]
 BATCH = 64
 
 
-def timeit(fn, min_time=1.0, repeats=9):
-    """Median milliseconds per call of ``fn`` over ``repeats`` timed batches."""
-    for _ in range(3):
-        fn()
-    n = 1
-    while True:
-        start = time.perf_counter()
-        for _ in range(n):
-            fn()
-        if time.perf_counter() - start > min_time / repeats or n > 1 << 16:
-            break
-        n *= 2
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(n):
-            fn()
-        samples.append((time.perf_counter() - start) / n * 1e3)
-    return statistics.median(samples)
+def timeit(fn):
+    """Median milliseconds per call of ``fn`` (python_ops.py's timer)."""
+    return python_ops.timeit(fn, min_time=1.0, repeats=9) / 1e3
 
 
 def weights(np):
@@ -64,12 +47,20 @@ def mx_symbol(mx):
     return mx.sym.log_softmax(h, name="out")
 
 
-def executor_step(mx, np, exe):
+def executor_step(mx, np):
+    """The MLP bound by ``simple_bind`` (no gradient for the data) and one
+    forward+backward step of it, waiting for the results."""
+    sym = mx_symbol(mx)
+    reqs = {k: ("null" if k == "data" else "write") for k in sym.list_arguments()}
+    exe = sym.simple_bind(mx.cpu(), grad_req=reqs, data=(BATCH, SIZES[0]))
+    for k, v in weights(np).items():
+        exe.arg_dict[k][:] = v
+
     def step():
         exe.forward(is_train=True)
         exe.backward(mx.nd.ones((BATCH, SIZES[-1])))
-        exe.grad_arrays[1].wait_to_read() if hasattr(exe.grad_arrays[1], "wait_to_read") else None
-    return step
+        mx.nd.waitall()
+    return sym, step
 
 
 def run_oxnet():
@@ -77,15 +68,10 @@ def run_oxnet():
     import oxnet as mx
 
     out = {}
-    params = weights(np)
-    sym = mx_symbol(mx)
-    reqs = {k: ("null" if k == "data" else "write") for k in sym.list_arguments()}
-    exe = sym.simple_bind(mx.cpu(), grad_req=reqs, data=(BATCH, SIZES[0]))
-    for k, v in params.items():
-        exe.arg_dict[k][:] = v
-    out["executor"] = timeit(executor_step(mx, np, exe))
+    sym, step = executor_step(mx, np)
+    out["executor"] = timeit(step)
 
-    arrays = {k: mx.nd.array(v) for k, v in params.items()}
+    arrays = {k: mx.nd.array(v) for k, v in weights(np).items()}
     for k, a in arrays.items():
         if k != "data":
             a.attach_grad()
@@ -145,13 +131,7 @@ def run_mxnet():
     import numpy as np
     import mxnet as mx
 
-    params = weights(np)
-    sym = mx_symbol(mx)
-    reqs = {k: ("null" if k == "data" else "write") for k in sym.list_arguments()}
-    exe = sym.simple_bind(mx.cpu(), grad_req=reqs, data=(BATCH, SIZES[0]))
-    for k, v in params.items():
-        exe.arg_dict[k][:] = v
-    return {"mxnet_simple_bind": timeit(executor_step(mx, np, exe))}
+    return {"mxnet_simple_bind": timeit(executor_step(mx, np)[1])}
 
 
 ENGINES = {"oxnet": (".venv", run_oxnet), "torch": (".venv-bench", run_torch), "mxnet": (".venv-mxnet", run_mxnet)}

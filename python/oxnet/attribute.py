@@ -10,7 +10,7 @@ The keys MXNet keeps hidden (``ctx_group``, ``lr_mult``, ``wd_mult``,
 ``__key__``, as MXNet stores them, and read back under either name.
 """
 
-import threading
+from .base import ThreadScope
 
 __all__ = ["AttrScope", "HIDDEN_KEYS", "stored_key"]
 
@@ -22,14 +22,8 @@ def stored_key(key):
     return f"__{key}__" if key in HIDDEN_KEYS else key
 
 
-class _Current(threading.local):
-    value = None
-
-
 class AttrScope:
     """Attributes for the symbols created in its ``with`` block; scopes nest."""
-
-    _current = _Current()
 
     def __init__(self, **kwargs):
         for key, value in kwargs.items():
@@ -48,24 +42,16 @@ class AttrScope:
         return merged
 
     def __enter__(self):
-        self._old_scope = AttrScope.current
-        merged = dict(self._old_scope._attr)
+        self._old_scope = _CURRENT.enter(self)
+        merged = dict(self._old_scope._attr)  # pylint: disable=protected-access
         merged.update(self._attr)
         self._attr = merged
-        AttrScope._current.value = self
         return self
 
     def __exit__(self, *exc):
-        AttrScope._current.value = self._old_scope
+        _CURRENT.exit(self._old_scope)
         return False
 
 
-class _CurrentDescriptor:
-    def __get__(self, obj, owner):
-        cur = AttrScope._current.value
-        if cur is None:
-            cur = AttrScope._current.value = AttrScope()
-        return cur
-
-
-AttrScope.current = _CurrentDescriptor()
+_CURRENT = ThreadScope(AttrScope)
+AttrScope.current = _CURRENT

@@ -6,20 +6,14 @@ prefix to every name made inside its ``with`` block::
         fc = mx.sym.FullyConnected(data, num_hidden=10)   # mynet_fullyconnected0
 """
 
-import threading
+from .base import ThreadScope
 
 __all__ = ["NameManager", "Prefix"]
-
-
-class _Current(threading.local):
-    value = None
 
 
 class NameManager:
     """Makes unique names from hints; the current manager of this thread is
     ``NameManager.current`` and a ``with`` block makes another current."""
-
-    _current = _Current()
 
     def __init__(self):
         self._counter = {}
@@ -36,24 +30,16 @@ class NameManager:
         return name
 
     def __enter__(self):
-        self._old_manager = NameManager.current
-        NameManager._current.value = self
+        self._old_manager = _CURRENT.enter(self)
         return self
 
     def __exit__(self, *exc):
-        NameManager._current.value = self._old_manager
+        _CURRENT.exit(self._old_manager)
         return False
 
 
-class _CurrentDescriptor:
-    def __get__(self, obj, owner):
-        cur = NameManager._current.value
-        if cur is None:
-            cur = NameManager._current.value = NameManager()
-        return cur
-
-
-NameManager.current = _CurrentDescriptor()
+_CURRENT = ThreadScope(NameManager)
+NameManager.current = _CURRENT
 
 
 class Prefix(NameManager):

@@ -106,46 +106,29 @@ def default_dtype():
     return np.float32
 
 
+# Integer and boolean types compare exactly.
+_EXACT_TYPES = (np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64)
+
+
+def _tolerances(float16, float32, float64, bfloat16):
+    table = {np.dtype(np.float16): float16, np.dtype(np.float32): float32, np.dtype(np.float64): float64,
+             _BFLOAT16: bfloat16}
+    table.update({np.dtype(t): 0 for t in _EXACT_TYPES})
+    return table
+
+
 def default_rtols():
     """Relative tolerance per dtype used when a comparison is given none:
     a dict from ``numpy.dtype`` (and ``'bfloat16'``) to a float. Integer and
     boolean types compare exactly."""
-    return {
-        np.dtype(np.float16): 1e-2,
-        np.dtype(np.float32): 1e-4,
-        np.dtype(np.float64): 1e-5,
-        _BFLOAT16: 5e-2,
-        np.dtype(np.bool_): 0,
-        np.dtype(np.int8): 0,
-        np.dtype(np.uint8): 0,
-        np.dtype(np.int16): 0,
-        np.dtype(np.uint16): 0,
-        np.dtype(np.int32): 0,
-        np.dtype(np.uint32): 0,
-        np.dtype(np.int64): 0,
-        np.dtype(np.uint64): 0,
-    }
+    return _tolerances(1e-2, 1e-4, 1e-5, 5e-2)
 
 
 def default_atols():
     """Absolute tolerance per dtype used when a comparison is given none:
     a dict from ``numpy.dtype`` (and ``'bfloat16'``) to a float. Integer and
     boolean types compare exactly."""
-    return {
-        np.dtype(np.float16): 1e-1,
-        np.dtype(np.float32): 1e-3,
-        np.dtype(np.float64): 1e-20,
-        _BFLOAT16: 1e-1,
-        np.dtype(np.bool_): 0,
-        np.dtype(np.int8): 0,
-        np.dtype(np.uint8): 0,
-        np.dtype(np.int16): 0,
-        np.dtype(np.uint16): 0,
-        np.dtype(np.int32): 0,
-        np.dtype(np.uint32): 0,
-        np.dtype(np.int64): 0,
-        np.dtype(np.uint64): 0,
-    }
+    return _tolerances(1e-1, 1e-3, 1e-20, 1e-1)
 
 
 def default_numeric_eps():

@@ -77,6 +77,12 @@ pub fn invoke_into_with_state(
     run(op, inputs, attrs, Some((outputs, req)), state).map(|_| ()).map_err(|e| e.in_op(&op.name))
 }
 
+/// True while calls are recorded by autograd or a trace: operator code must
+/// then go through the dispatcher rather than call kernels directly.
+pub(crate) fn calls_are_observed() -> bool {
+    autograd::is_recording() || crate::trace::is_tracing()
+}
+
 /// Number of (argument, aux, output) entries of `op` under `attrs`.
 pub fn arity(op: &OpDef, attrs: &Attrs) -> Result<(usize, usize, usize)> {
     let [a, x, o] = op.fixed_counts;
@@ -176,20 +182,31 @@ fn run(
             other.device()
         )));
     }
-    if crate::trace::is_tracing() {
-        return trace_call(op, inputs, attrs, provided, n_out, device);
-    }
-    if let Some(x) = inputs.iter().find(|x| x.is_meta()) {
+    let tracing = crate::trace::is_tracing();
+    if tracing {
+        if provided.is_some() {
+            return Err(Error::Invalid("writing into given output arrays (out=) cannot be traced".into()));
+        }
+        if op.forward_dynamic.is_some() {
+            return Err(Error::Invalid(
+                "its output shapes depend on the input values, so it cannot be traced into a graph".into(),
+            ));
+        }
+    } else if let Some(x) = inputs.iter().find(|x| x.is_meta()) {
         x.check_has_values()?;
     }
     if let Some(dynamic) = &op.forward_dynamic {
         return run_dynamic(op, dynamic, inputs, attrs, provided, n_out, device);
     }
-    let kernel = op.kernel_for(device)?.clone();
 
     let in_shapes: SmallVec<[Shape; 4]> = inputs.iter().map(|x| Shape::from_slice(x.shape())).collect();
     let in_dtypes: SmallVec<[DType; 4]> = inputs.iter().map(|x| x.dtype()).collect();
     let (out_shapes, out_dtypes) = infer_outputs(op, attrs, &in_shapes, &in_dtypes, n_out)?;
+    if tracing {
+        // inference only: the trace sink records the call, no kernel runs
+        return crate::trace::record(op, attrs, inputs, &out_shapes, &out_dtypes, device);
+    }
+    let kernel = op.kernel_for(device)?.clone();
 
     // Inputs the kernel reads: contiguous unless the kernel takes strides.
     let mutated = (op.mutate_inputs)(attrs);
@@ -297,29 +314,6 @@ fn run(
         autograd::record_node(op, attrs, inputs, &outputs, state)?;
     }
     Ok(outputs)
-}
-
-/// A call made while tracing: inference only, then the trace sink.
-fn trace_call(
-    op: &Op,
-    inputs: &[&NDArray],
-    attrs: &Attrs,
-    provided: Option<(&[NDArray], &[Req])>,
-    n_out: usize,
-    device: Device,
-) -> Result<Vec<NDArray>> {
-    if provided.is_some() {
-        return Err(Error::Invalid("writing into given output arrays (out=) cannot be traced".into()));
-    }
-    if op.forward_dynamic.is_some() {
-        return Err(Error::Invalid(
-            "its output shapes depend on the input values, so it cannot be traced into a graph".into(),
-        ));
-    }
-    let in_shapes: SmallVec<[Shape; 4]> = inputs.iter().map(|x| Shape::from_slice(x.shape())).collect();
-    let in_dtypes: SmallVec<[DType; 4]> = inputs.iter().map(|x| x.dtype()).collect();
-    let (out_shapes, out_dtypes) = infer_outputs(op, attrs, &in_shapes, &in_dtypes, n_out)?;
-    crate::trace::record(op, attrs, inputs, &out_shapes, &out_dtypes, device)
 }
 
 /// Runs an operator that allocates its own outputs.

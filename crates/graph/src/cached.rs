@@ -16,7 +16,7 @@
 use crate::executor::Executor;
 use crate::gradient::gradient;
 use crate::indexed::IndexedGraph;
-use crate::infer::{infer_dtypes, infer_shapes, is_complete};
+use crate::infer::{infer_complete, infer_head_dtypes, infer_head_shapes};
 use crate::node::in_node;
 use crate::symbol::Symbol;
 use oxnet_core::op::{GradCtx, OpDef, OpState};
@@ -160,30 +160,8 @@ fn cached_op_def(
         .arguments_fn(move |_| Ok(names.clone()))
         .outputs_fn(move |_| Ok(outputs.clone()))
         .arity_fn(move |_| Ok([n_in, 0, n_out]))
-        .infer_shape(move |_, ins, outs| {
-            let given: HashMap<String, Vec<usize>> = names_s
-                .iter()
-                .zip(ins.iter())
-                .filter_map(|(n, s)| s.as_ref().map(|s| (n.clone(), s.to_vec())))
-                .collect();
-            let shapes = infer_shapes(&g_shape, &given)?;
-            for (o, &(n, k)) in outs.iter_mut().zip(&g_shape.heads) {
-                let e = g_shape.entry(n, k);
-                if is_complete(&shapes[e]) {
-                    *o = shapes[e].as_ref().map(|s| Shape::from_slice(s));
-                }
-            }
-            Ok(())
-        })
-        .infer_type(move |_, ins, outs| {
-            let given: HashMap<String, DType> =
-                names_t.iter().zip(ins.iter()).filter_map(|(n, d)| d.map(|d| (n.clone(), d))).collect();
-            let types = infer_dtypes(&g_type, &given)?;
-            for (o, &(n, k)) in outs.iter_mut().zip(&g_type.heads) {
-                *o = types[g_type.entry(n, k)];
-            }
-            Ok(())
-        })
+        .infer_shape(move |_, ins, outs| infer_head_shapes(&g_shape, &names_s, ins, outs))
+        .infer_type(move |_, ins, outs| infer_head_dtypes(&g_type, &names_t, ins, outs))
         .create_state({
             let pools = pools.clone();
             move |_, _, _, _| {
@@ -258,19 +236,14 @@ pub fn graph_gradient(symbol: &Symbol, n_args: usize, g: &GradCtx) -> Result<Vec
 /// differentiated again.
 fn eager_gradient(symbol: &Symbol, n_args: usize, g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
     let fwd = symbol.indexed()?;
-    let shapes: Vec<Vec<usize>>;
-    let types: Vec<DType>;
-    {
-        let mut given = HashMap::new();
-        let mut given_t = HashMap::new();
-        let vars: Vec<usize> = fwd.arguments().into_iter().chain(fwd.aux_states()).collect();
-        for (&n, x) in vars.iter().zip(g.inputs) {
-            given.insert(fwd.nodes[n].name.clone(), x.shape().to_vec());
-            given_t.insert(fwd.nodes[n].name.clone(), x.dtype());
-        }
-        shapes = infer_shapes(&fwd, &given)?.into_iter().map(Option::unwrap_or_default).collect();
-        types = infer_dtypes(&fwd, &given_t)?.into_iter().map(|d| d.unwrap_or(DType::F32)).collect();
+    let vars: Vec<usize> = fwd.arguments().into_iter().chain(fwd.aux_states()).collect();
+    let mut given = HashMap::new();
+    let mut given_t = HashMap::new();
+    for (&n, x) in vars.iter().zip(g.inputs) {
+        given.insert(fwd.nodes[n].name.clone(), x.shape().to_vec());
+        given_t.insert(fwd.nodes[n].name.clone(), x.dtype());
     }
+    let (shapes, types) = infer_complete(&fwd, &given, &given_t)?;
     let wrt: Vec<usize> = fwd.arguments().into_iter().take(n_args).collect();
     let device = g.inputs.first().map(|x| x.device()).unwrap_or_default();
     let grad = gradient(&fwd, &shapes, &types, &wrt, device)?;
@@ -278,7 +251,6 @@ fn eager_gradient(symbol: &Symbol, n_args: usize, g: &GradCtx) -> Result<Vec<Opt
     let graph = full.indexed()?;
     let mut values: HashMap<usize, NDArray> = HashMap::new();
     let key = |n: &Arc<crate::node::Node>| Arc::as_ptr(n) as usize;
-    let vars: Vec<usize> = fwd.arguments().into_iter().chain(fwd.aux_states()).collect();
     for (&n, x) in vars.iter().zip(g.inputs) {
         values.insert(key(&fwd.nodes[n]), x.clone());
     }

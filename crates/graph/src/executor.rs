@@ -12,7 +12,7 @@
 
 use crate::gradient::gradient;
 use crate::indexed::IndexedGraph;
-use crate::infer::{infer_dtypes, infer_shapes, is_complete};
+use crate::infer::{infer_complete, infer_dtypes, infer_shapes, is_complete};
 use crate::node::in_node;
 use crate::plan::{plan_memory, MemoryPlan};
 use crate::symbol::{shape_string, Symbol};
@@ -210,7 +210,7 @@ impl Executor {
             given_types.insert(name.clone(), a.dtype());
         }
         let fwd = sym.indexed()?;
-        let (shapes, types) = complete_facts(&fwd, &given_shapes, &given_types)?;
+        let (shapes, types) = infer_complete(&fwd, &given_shapes, &given_types).map_err(bind_error)?;
 
         // the backward graph of the arguments that want gradients
         let wrt: Vec<usize> =
@@ -273,7 +273,8 @@ impl Executor {
                 full_types.insert(graph.nodes[n].name.clone(), v.dtype());
             }
         }
-        let (all_shapes, all_types) = complete_facts(&graph, &full_shapes, &full_types)?;
+        let (all_shapes, all_types) =
+            infer_complete(&graph, &full_shapes, &full_types).map_err(bind_error)?;
 
         let n_forward = fwd.nodes.len();
         let ops: Vec<usize> = (0..graph.nodes.len()).filter(|&n| !graph.nodes[n].is_variable()).collect();
@@ -710,41 +711,4 @@ impl Executor {
 
 fn bind_error(e: Error) -> Error {
     Error::Invalid(format!("bind: {e}"))
-}
-
-/// Complete shapes and dtypes of every entry of `g`, or an error naming the
-/// first node whose output stays unknown.
-fn complete_facts(
-    g: &IndexedGraph,
-    shapes: &HashMap<String, Vec<usize>>,
-    types: &HashMap<String, DType>,
-) -> Result<(Vec<Vec<usize>>, Vec<DType>)> {
-    let s = infer_shapes(g, shapes).map_err(bind_error)?;
-    let t = infer_dtypes(g, types).map_err(bind_error)?;
-    let mut out_s = Vec::with_capacity(s.len());
-    let mut out_t = Vec::with_capacity(t.len());
-    for (n, node) in g.nodes.iter().enumerate() {
-        for k in 0..g.num_outputs(n) {
-            let e = g.entry(n, k);
-            match (&s[e], t[e]) {
-                (Some(shape), Some(dtype)) if is_complete(&s[e]) => {
-                    out_s.push(shape.clone());
-                    out_t.push(dtype);
-                }
-                (shape, _) => {
-                    return Err(Error::Shape(format!(
-                        "bind: node `{}` ({}): output {k} has {} shape and {} dtype",
-                        node.name,
-                        node.op_name(),
-                        shape.as_ref().map_or("an unknown".to_string(), |s| format!(
-                            "the incomplete {}",
-                            shape_string(s)
-                        )),
-                        t[e].map_or("an unknown".to_string(), |d| d.name().to_string()),
-                    )))
-                }
-            }
-        }
-    }
-    Ok((out_s, out_t))
 }

@@ -152,34 +152,66 @@ fn guarded(f: impl FnOnce() -> Result<()>) -> Result<()> {
     }
 }
 
-fn slot_names(g: &IndexedGraph, n: usize) -> (Vec<String>, Vec<String>) {
-    let call = g.nodes[n].op.as_ref().expect("operator node");
+/// Entry ids of node `n`'s inputs and outputs.
+fn node_entries(g: &IndexedGraph, n: usize) -> (Vec<usize>, Vec<usize>) {
     (
-        call.input_names().unwrap_or_default(),
-        (0..g.num_outputs(n)).map(|i| g.nodes[n].output_name(i).unwrap_or_default()).collect(),
+        g.inputs[n].iter().map(|&(m, i)| g.entry(m, i)).collect(),
+        (0..g.num_outputs(n)).map(|i| g.entry(n, i)).collect(),
     )
+}
+
+/// How an error names slot `k` of node `n` (its inputs, then its outputs).
+fn slot_label(g: &IndexedGraph, n: usize, k: usize) -> String {
+    let node = &g.nodes[n];
+    let n_in = g.inputs[n].len();
+    if k < n_in {
+        let names = node.op.as_ref().and_then(|c| c.input_names().ok()).unwrap_or_default();
+        format!("input `{}`", names.get(k).cloned().unwrap_or_else(|| k.to_string()))
+    } else {
+        format!("output `{}`", node.output_name(k - n_in).unwrap_or_default())
+    }
+}
+
+/// Runs `infer` (an operator's inference on its slots), turning its failure
+/// into an error naming the node only when every input was known (else a
+/// later sweep may know more: `Ok(false)`).
+fn node_inference<T>(
+    g: &IndexedGraph,
+    n: usize,
+    ins: &[Option<T>],
+    infer: impl FnOnce() -> Result<()>,
+    wrap: fn(String) -> Error,
+) -> Result<bool> {
+    match guarded(infer) {
+        Ok(()) => Ok(true),
+        Err(e) if ins.iter().all(Option::is_some) => {
+            let call = g.nodes[n].op.as_ref().expect("operator node");
+            Err(wrap(format!("node `{}` ({}): {e}", g.nodes[n].name, call.op.name)))
+        }
+        Err(_) => Ok(false),
+    }
 }
 
 fn infer_node_shape(g: &IndexedGraph, n: usize, shapes: &mut [PartialShape]) -> Result<bool> {
     let node = &g.nodes[n];
     let call = node.op.as_ref().expect("operator node");
-    let in_entries: Vec<usize> = g.inputs[n].iter().map(|&(m, i)| g.entry(m, i)).collect();
-    let out_entries: Vec<usize> = (0..g.num_outputs(n)).map(|i| g.entry(n, i)).collect();
+    let (in_entries, out_entries) = node_entries(g, n);
     if in_entries.iter().chain(&out_entries).all(|&e| is_complete(&shapes[e])) {
         return Ok(false);
     }
     let full = |e: &usize| is_complete(&shapes[*e]).then(|| Shape::from_slice(shapes[*e].as_ref().unwrap()));
     let mut ins: Vec<Option<Shape>> = in_entries.iter().map(full).collect();
     let mut outs: Vec<Option<Shape>> = out_entries.iter().map(full).collect();
-    let all_inputs_known = ins.iter().all(Option::is_some);
-    if let Err(e) = guarded(|| (call.op.infer_shape)(&call.attrs, &mut ins, &mut outs)) {
-        if all_inputs_known {
-            return Err(Error::Shape(format!("node `{}` ({}): {e}", node.name, call.op.name)));
-        }
-        // Not enough is known yet; a later sweep may know more.
+    let known = ins.clone();
+    if !node_inference(
+        g,
+        n,
+        &known,
+        || (call.op.infer_shape)(&call.attrs, &mut ins, &mut outs),
+        Error::Shape,
+    )? {
         return Ok(false);
     }
-    let (in_names, out_names) = slot_names(g, n);
     let mut changed = false;
     for (k, (slot, &e)) in ins.iter().zip(&in_entries).chain(outs.iter().zip(&out_entries)).enumerate() {
         let Some(s) = slot else { continue };
@@ -187,15 +219,11 @@ fn infer_node_shape(g: &IndexedGraph, n: usize, shapes: &mut [PartialShape]) -> 
         match unify_shape(&mut shapes[e], s) {
             Ok(c) => changed |= c,
             Err(()) => {
-                let what = if k < in_entries.len() {
-                    format!("input `{}`", in_names.get(k).cloned().unwrap_or_else(|| k.to_string()))
-                } else {
-                    format!("output `{}`", out_names.get(k - in_entries.len()).cloned().unwrap_or_default())
-                };
                 return Err(Error::Shape(format!(
-                    "node `{}` ({}): {what} has shape {} but the operator infers {}",
+                    "node `{}` ({}): {} has shape {} but the operator infers {}",
                     node.name,
                     call.op.name,
+                    slot_label(g, n, k),
                     show(&before),
                     shape_string(s)
                 )));
@@ -208,21 +236,17 @@ fn infer_node_shape(g: &IndexedGraph, n: usize, shapes: &mut [PartialShape]) -> 
 fn infer_node_dtype(g: &IndexedGraph, n: usize, types: &mut [Option<DType>]) -> Result<bool> {
     let node = &g.nodes[n];
     let call = node.op.as_ref().expect("operator node");
-    let in_entries: Vec<usize> = g.inputs[n].iter().map(|&(m, i)| g.entry(m, i)).collect();
-    let out_entries: Vec<usize> = (0..g.num_outputs(n)).map(|i| g.entry(n, i)).collect();
+    let (in_entries, out_entries) = node_entries(g, n);
     if in_entries.iter().chain(&out_entries).all(|&e| types[e].is_some()) {
         return Ok(false);
     }
     let mut ins: Vec<Option<DType>> = in_entries.iter().map(|&e| types[e]).collect();
     let mut outs: Vec<Option<DType>> = out_entries.iter().map(|&e| types[e]).collect();
-    let all_inputs_known = ins.iter().all(Option::is_some);
-    if let Err(e) = guarded(|| (call.op.infer_type)(&call.attrs, &mut ins, &mut outs)) {
-        if all_inputs_known {
-            return Err(Error::DType(format!("node `{}` ({}): {e}", node.name, call.op.name)));
-        }
+    let known = ins.clone();
+    if !node_inference(g, n, &known, || (call.op.infer_type)(&call.attrs, &mut ins, &mut outs), Error::DType)?
+    {
         return Ok(false);
     }
-    let (in_names, out_names) = slot_names(g, n);
     let mut changed = false;
     for (k, (slot, &e)) in ins.iter().zip(&in_entries).chain(outs.iter().zip(&out_entries)).enumerate() {
         let Some(d) = slot else { continue };
@@ -232,18 +256,89 @@ fn infer_node_dtype(g: &IndexedGraph, n: usize, types: &mut [Option<DType>]) -> 
                 changed = true;
             }
             Some(have) if have != *d => {
-                let what = if k < in_entries.len() {
-                    format!("input `{}`", in_names.get(k).cloned().unwrap_or_default())
-                } else {
-                    format!("output `{}`", out_names.get(k - in_entries.len()).cloned().unwrap_or_default())
-                };
                 return Err(Error::DType(format!(
-                    "node `{}` ({}): {what} has dtype {have} but the operator infers {d}",
-                    node.name, call.op.name
+                    "node `{}` ({}): {} has dtype {have} but the operator infers {d}",
+                    node.name,
+                    call.op.name,
+                    slot_label(g, n, k)
                 )));
             }
             Some(_) => {}
         }
     }
     Ok(changed)
+}
+
+/// Complete shapes and dtypes of every entry of `g` from the variables'
+/// (as [`infer_shapes`] and [`infer_dtypes`]), or an error naming the first
+/// node whose output stays unknown.
+pub fn infer_complete(
+    g: &IndexedGraph,
+    shapes: &HashMap<String, Vec<usize>>,
+    types: &HashMap<String, DType>,
+) -> Result<(Vec<Vec<usize>>, Vec<DType>)> {
+    let s = infer_shapes(g, shapes)?;
+    let t = infer_dtypes(g, types)?;
+    let mut out_s = Vec::with_capacity(s.len());
+    let mut out_t = Vec::with_capacity(t.len());
+    for (n, node) in g.nodes.iter().enumerate() {
+        for k in 0..g.num_outputs(n) {
+            let e = g.entry(n, k);
+            match (&s[e], t[e]) {
+                (Some(shape), Some(dtype)) if is_complete(&s[e]) => {
+                    out_s.push(shape.clone());
+                    out_t.push(dtype);
+                }
+                (shape, _) => {
+                    return Err(Error::Shape(format!(
+                        "node `{}` ({}): output {k} has {} shape and {} dtype",
+                        node.name,
+                        node.op_name(),
+                        shape.as_ref().map_or("an unknown".to_string(), |s| format!(
+                            "the incomplete {}",
+                            shape_string(s)
+                        )),
+                        t[e].map_or("an unknown".to_string(), |d| d.name().to_string()),
+                    )))
+                }
+            }
+        }
+    }
+    Ok((out_s, out_t))
+}
+
+/// Inference of an operator that runs graph `g` on its inputs (variables
+/// `names`, in order): the shapes of `g`'s heads from the inputs' shapes.
+pub fn infer_head_shapes(
+    g: &IndexedGraph,
+    names: &[String],
+    ins: &[Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
+    let given: HashMap<String, Vec<usize>> =
+        names.iter().zip(ins).filter_map(|(n, s)| s.as_ref().map(|s| (n.clone(), s.to_vec()))).collect();
+    let shapes = infer_shapes(g, &given)?;
+    for (o, &(n, k)) in outs.iter_mut().zip(&g.heads) {
+        let e = g.entry(n, k);
+        if is_complete(&shapes[e]) {
+            *o = shapes[e].as_deref().map(Shape::from_slice);
+        }
+    }
+    Ok(())
+}
+
+/// Like [`infer_head_shapes`], for dtypes.
+pub fn infer_head_dtypes(
+    g: &IndexedGraph,
+    names: &[String],
+    ins: &[Option<DType>],
+    outs: &mut [Option<DType>],
+) -> Result<()> {
+    let given: HashMap<String, DType> =
+        names.iter().zip(ins).filter_map(|(n, d)| d.map(|d| (n.clone(), d))).collect();
+    let types = infer_dtypes(g, &given)?;
+    for (o, &(n, k)) in outs.iter_mut().zip(&g.heads) {
+        *o = types[g.entry(n, k)];
+    }
+    Ok(())
 }

@@ -18,12 +18,12 @@
 
 use crate::cached::{graph_gradient, CachedGraph};
 use crate::indexed::IndexedGraph;
-use crate::infer::{infer_dtypes, infer_shapes, is_complete};
+use crate::infer::{infer_head_dtypes, infer_head_shapes};
 use crate::json::{from_json, to_json};
 use crate::node::{Entry, Node, OpCall};
 use crate::symbol::Symbol;
 use oxnet_core::op::OpDef;
-use oxnet_core::{autograd, AttrKind, AttrSpec, DType, Error, NDArray, Result, Shape};
+use oxnet_core::{autograd, AttrKind, AttrSpec, Error, NDArray, Result};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -432,31 +432,11 @@ pub fn host_subgraph_op(name: &str) -> OpDef {
         })
         .infer_shape(|a, ins, outs| {
             let s = prepared(a)?;
-            let names = s.symbol.list_inputs()?;
-            let given: HashMap<String, Vec<usize>> = names
-                .iter()
-                .zip(ins.iter())
-                .filter_map(|(n, x)| x.as_ref().map(|x| (n.clone(), x.to_vec())))
-                .collect();
-            let shapes = infer_shapes(&s.graph, &given)?;
-            for (o, &(n, k)) in outs.iter_mut().zip(&s.graph.heads) {
-                let e = s.graph.entry(n, k);
-                if is_complete(&shapes[e]) {
-                    *o = shapes[e].as_ref().map(|v| Shape::from_slice(v));
-                }
-            }
-            Ok(())
+            infer_head_shapes(&s.graph, &s.symbol.list_inputs()?, ins, outs)
         })
         .infer_type(|a, ins, outs| {
             let s = prepared(a)?;
-            let names = s.symbol.list_inputs()?;
-            let given: HashMap<String, DType> =
-                names.iter().zip(ins.iter()).filter_map(|(n, d)| d.map(|d| (n.clone(), d))).collect();
-            let types = infer_dtypes(&s.graph, &given)?;
-            for (o, &(n, k)) in outs.iter_mut().zip(&s.graph.heads) {
-                *o = types[s.graph.entry(n, k)];
-            }
-            Ok(())
+            infer_head_dtypes(&s.graph, &s.symbol.list_inputs()?, ins, outs)
         })
         .forward(|ctx, inputs, outputs| {
             let s = prepared(ctx.attrs)?;

@@ -19,7 +19,6 @@ mod tests;
 
 use self::funcs::*;
 use self::kernel::{binary_forward, unary_forward, BinaryFn, UnaryFn};
-use crate::autograd;
 use crate::ops::util::call;
 use crate::{
     registry, AttrKind, AttrSpec, AttrValue, Attrs, Device, Element, Error, GradCtx, NDArray, OpContext,
@@ -150,8 +149,7 @@ fn fused<K: BinaryFn>(
     z: &NDArray,
     attrs: &[(&str, AttrValue)],
 ) -> Result<NDArray> {
-    let direct = !autograd::is_recording()
-        && !crate::trace::is_tracing()
+    let direct = !crate::dispatch::calls_are_observed()
         && g.device() == Device::Cpu
         && z.device() == Device::Cpu
         && g.dtype() == z.dtype()
