@@ -28,7 +28,6 @@ from contextlib import contextmanager
 import numpy as np
 
 from . import _oxnet, autograd
-from .base import MXNetError
 from .context import Context, current_context, num_gpus
 from .ndarray import NDArray, array
 
@@ -210,189 +209,31 @@ def _dtype_key(dtype):
 
 
 # ---------------------------------------------------------------------------
-# Random data
+# Random data (in their own module; re-exported here)
 # ---------------------------------------------------------------------------
 
-
-def random_arrays(*shapes):
-    """Standard-normal numpy arrays in :func:`default_dtype`, one per shape
-    (``()`` gives a 0-d array). One shape returns the array itself, several
-    return a list."""
-    out = []
-    for shape in shapes:
-        shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
-        out.append(np.asarray(np.random.standard_normal(shape)).astype(default_dtype()))
-    return out[0] if len(out) == 1 else out
-
-
-def random_uniform_arrays(*shapes, low=0.0, high=1.0, dtype=None):
-    """A list of numpy arrays, one per shape, uniform on ``[low, high)`` in
-    ``dtype`` (default :func:`default_dtype`)."""
-    dtype = default_dtype() if dtype is None else dtype
-    return [np.random.uniform(low, high, size=shape).astype(dtype) for shape in shapes]
-
-
-def random_sample(population, k):
-    """``k`` distinct elements of the sequence ``population``, in random
-    order, as a list (drawn with numpy's global generator)."""
-    assert 0 <= k <= len(population), f"cannot pick {k} elements out of {len(population)}"
-    picked = list(population)
-    np.random.shuffle(picked)
-    return picked[:k]
-
-
-def rand_shape_2d(dim0=10, dim1=10, allow_zero_size=False):
-    """A random 2-d shape with sizes in ``[1, dim0]`` and ``[1, dim1]``
-    (from 0 with ``allow_zero_size``)."""
-    low = 0 if allow_zero_size else 1
-    return int(np.random.randint(low, dim0 + 1)), int(np.random.randint(low, dim1 + 1))
-
-
-def rand_shape_3d(dim0=10, dim1=10, dim2=10, allow_zero_size=False):
-    """A random 3-d shape with sizes in ``[1, dim0]``, ``[1, dim1]`` and
-    ``[1, dim2]`` (from 0 with ``allow_zero_size``)."""
-    low = 0 if allow_zero_size else 1
-    return tuple(int(np.random.randint(low, d + 1)) for d in (dim0, dim1, dim2))
-
-
-def rand_shape_nd(num_dim, dim=10, allow_zero_size=False):
-    """A random shape of ``num_dim`` axes, each of size in ``[1, dim]``
-    (from 0 with ``allow_zero_size``)."""
-    low = 0 if allow_zero_size else 1
-    return tuple(int(s) for s in np.random.randint(low, dim + 1, size=num_dim))
-
-
-def rand_coord_2d(x_low, x_high, y_low, y_high):
-    """A random point ``(x, y)`` with ``x_low <= x < x_high`` and
-    ``y_low <= y < y_high`` (numpy int64 values)."""
-    x = np.random.randint(x_low, x_high, dtype=np.int64)
-    y = np.random.randint(y_low, y_high, dtype=np.int64)
-    return x, y
-
-
-class _SparseStorageNotSupported(MXNetError, NotImplementedError):
-    """A sparse storage type was asked for; oxnet arrays are dense only."""
-
-
-def rand_ndarray(shape, stype="default", density=None, dtype=None, modifier_func=None,
-                 shuffle_csr_indices=False, distribution=None, ctx=None):
-    """A random dense NDArray of ``shape``: standard-normal values converted
-    to ``dtype`` (float32 by default) on ``ctx`` (default
-    :func:`default_context`).
-
-    Only ``stype='default'`` exists in oxnet: ``'csr'`` and ``'row_sparse'``
-    raise an MXNetError (also a NotImplementedError) saying so. ``density``,
-    ``modifier_func``, ``shuffle_csr_indices`` and ``distribution`` only
-    matter for sparse arrays and are ignored.
-    """
-    del density, modifier_func, shuffle_csr_indices, distribution
-    if stype != "default":
-        if stype in ("csr", "row_sparse"):
-            raise _SparseStorageNotSupported(
-                f"rand_ndarray: storage type {stype!r} is not supported: oxnet has no sparse storage, "
-                "only dense arrays (stype='default')"
-            )
-        raise MXNetError(f"rand_ndarray: unknown storage type {stype!r} (oxnet arrays are stype='default')")
-    ctx = ctx if ctx is not None else default_context()
-    shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
-    values = np.asarray(random_arrays(shape))
-    return array(values, ctx=ctx, dtype=dtype)
-
-
-def shuffle_csr_column_indices(csr):
-    """Shuffles, in place, the column indices within each row of a CSR
-    matrix given as an object with numpy ``indptr`` and ``indices`` (a
-    ``scipy.sparse.csr_matrix``, say), to exercise unsorted indices."""
-    indptr = np.asarray(csr.indptr)
-    for row in range(len(indptr) - 1):
-        start, end = int(indptr[row]), int(indptr[row + 1])
-        segment = np.array(csr.indices[start:end])
-        np.random.shuffle(segment)
-        csr.indices[start:end] = segment
-
-
-def create_vector(size, dtype=np.int64):
-    """The NDArray ``[0, 1, ..., size - 1]`` in ``dtype`` (int64 by default)."""
-    from . import ndarray as nd  # pylint: disable=import-outside-toplevel
-
-    return nd.arange(0, size, dtype=dtype)
-
-
-def create_2d_tensor(rows, columns, dtype=np.int64):
-    """An NDArray of shape ``(rows, columns)`` whose row ``i`` holds ``i``."""
-    from . import ndarray as nd  # pylint: disable=import-outside-toplevel
-
-    column = nd.arange(0, rows, dtype=dtype).reshape(rows, 1)
-    return nd.broadcast_to(column, shape=(rows, columns))
-
-
-def get_identity_mat(size):
-    """The float32 identity matrix of ``size`` x ``size`` as an NDArray."""
-    return array(np.eye(size, dtype=np.float32))
-
-
-def get_identity_mat_batch(size):
-    """A batch of two float32 identity matrices, shape ``(2, size, size)``."""
-    eye = np.eye(size, dtype=np.float32)
-    return array(np.stack([eye, eye]))
-
-
-def assign_each(the_input, function):
-    """A float64 numpy array holding ``function(x)`` for each element ``x``
-    of ``the_input`` (a copy of it when ``function`` is None)."""
-    the_input = np.asarray(the_input)
-    if function is None:
-        return np.array(the_input)
-    values = [function(v) for v in the_input.reshape(-1)]
-    return np.array(values, dtype=np.float64).reshape(the_input.shape)
-
-
-def assign_each2(input1, input2, function):
-    """A float64 numpy array holding ``function(x, y)`` for each pair of
-    elements of ``input1`` and ``input2`` (same shapes); a copy of
-    ``input1`` when ``function`` is None."""
-    input1 = np.asarray(input1)
-    if function is None:
-        return np.array(input1)
-    input2 = np.asarray(input2)
-    assert input1.shape == input2.shape, f"shapes differ: {input1.shape} and {input2.shape}"
-    values = [function(x, y) for x, y in zip(input1.reshape(-1), input2.reshape(-1))]
-    return np.array(values, dtype=np.float64).reshape(input1.shape)
-
-
-def new_orthonormal_matrix_2d(n):
-    """A random ``n`` x ``n`` orthonormal matrix (numpy float64)."""
-    q, r = np.linalg.qr(np.random.standard_normal((n, n)))
-    return q * np.where(np.diag(r) < 0, -1.0, 1.0)
-
-
-def new_matrix_with_real_eigvals_2d(n):
-    """A random, generally non-symmetric ``n`` x ``n`` matrix with real
-    eigenvalues in ``[-10, 10]``, built as ``P^-1 D P`` from a basis ``P``
-    whose condition number is below 2 (numpy float64)."""
-    basis = new_orthonormal_matrix_2d(n) * np.random.uniform(1.0, 2.0, size=n)
-    eigvals = np.diag(np.random.uniform(-10.0, 10.0, size=n))
-    return np.linalg.inv(basis) @ eigvals @ basis
-
-
-def new_matrix_with_real_eigvals_nd(shape):
-    """A stack of :func:`new_matrix_with_real_eigvals_2d` matrices of
-    ``shape`` (the last two axes equal)."""
-    count = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
-    return np.array([new_matrix_with_real_eigvals_2d(shape[-1]) for _ in range(count)]).reshape(shape)
-
-
-def new_sym_matrix_with_real_eigvals_2d(n):
-    """A random symmetric ``n`` x ``n`` matrix with eigenvalues in ``[-10, 10]``."""
-    q = new_orthonormal_matrix_2d(n)
-    return q.T @ np.diag(np.random.uniform(-10.0, 10.0, size=n)) @ q
-
-
-def new_sym_matrix_with_real_eigvals_nd(shape):
-    """A stack of :func:`new_sym_matrix_with_real_eigvals_2d` matrices of
-    ``shape`` (the last two axes equal)."""
-    count = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
-    return np.array([new_sym_matrix_with_real_eigvals_2d(shape[-1]) for _ in range(count)]).reshape(shape)
+from ._random_data import (  # noqa: E402  pylint: disable=wrong-import-position
+    assign_each,
+    assign_each2,
+    create_2d_tensor,
+    create_vector,
+    get_identity_mat,
+    get_identity_mat_batch,
+    new_matrix_with_real_eigvals_2d,
+    new_matrix_with_real_eigvals_nd,
+    new_orthonormal_matrix_2d,
+    new_sym_matrix_with_real_eigvals_2d,
+    new_sym_matrix_with_real_eigvals_nd,
+    rand_coord_2d,
+    rand_ndarray,
+    rand_shape_2d,
+    rand_shape_3d,
+    rand_shape_nd,
+    random_arrays,
+    random_sample,
+    random_uniform_arrays,
+    shuffle_csr_column_indices,
+)
 
 
 # ---------------------------------------------------------------------------
@@ -924,198 +765,11 @@ def check_op(name, inputs, attrs=None, no_grad=(), eps=None, rtol=None, atol=Non
 # ---------------------------------------------------------------------------
 
 
-def _arg_dict(sym, location, what):
-    """``location`` (a list in ``list_arguments`` order or a dict) as a dict
-    of numpy arrays by argument name."""
-    names = sym.list_arguments()
-    if isinstance(location, dict):
-        missing = [n for n in names if n not in location]
-        if missing:
-            raise ValueError(f"{what}: no value for argument(s) {', '.join(missing)}")
-        return {n: _np(location[n]) for n in names}
-    location = list(location)
-    if len(location) != len(names):
-        raise ValueError(f"{what}: {len(location)} arrays for {len(names)} arguments ({', '.join(names)})")
-    return {n: _np(v) for n, v in zip(names, location)}
-
-
-def _aux_dict(sym, aux_states):
-    names = sym.list_auxiliary_states()
-    if aux_states is None:
-        return {}
-    if isinstance(aux_states, dict):
-        return {n: _np(aux_states[n]) for n in names}
-    return {n: _np(v) for n, v in zip(names, aux_states)}
-
-
-def _bind(sym, ctx, args, aux, grad_req="null", dtype=None, grads=None):
-    ctx = ctx or default_context()
-    cast = (lambda a: a.astype(dtype)) if dtype is not None else (lambda a: a)
-    arg_nd = {k: array(cast(v), ctx=ctx, dtype=cast(v).dtype) for k, v in args.items()}
-    aux_nd = {k: array(cast(v), ctx=ctx, dtype=cast(v).dtype) for k, v in aux.items()}
-    return sym.bind(ctx, arg_nd, args_grad=grads, grad_req=grad_req, aux_states=aux_nd or None), arg_nd
-
-
-def simple_forward(sym, ctx=None, is_train=False, **inputs):
-    """Binds ``sym`` to the numpy ``inputs`` (by argument name) and returns
-    its output as numpy (a list when it has several)."""
-    exe, _ = _bind(sym, ctx, {k: _np(v) for k, v in inputs.items()}, {})
-    outputs = [o.asnumpy() for o in exe.forward(is_train=is_train)]
-    return outputs[0] if len(outputs) == 1 else outputs
-
-
-def check_symbolic_forward(sym, location, expected, rtol=None, atol=None, aux_states=None, ctx=None,
-                           equal_nan=False, dtype=np.float32):
-    """Runs ``sym`` forward (inference mode) on ``location`` and compares
-    its outputs with ``expected`` (a list, or a dict by output name).
-    Returns the outputs as numpy arrays."""
-    args = _arg_dict(sym, location, "check_symbolic_forward")
-    exe, _ = _bind(sym, ctx, args, _aux_dict(sym, aux_states), dtype=dtype)
-    outputs = exe.forward(is_train=False)
-    names = sym.list_outputs()
-    if isinstance(expected, dict):
-        expected = [expected[n] for n in names]
-    if len(expected) != len(outputs):
-        raise ValueError(f"check_symbolic_forward: {len(expected)} expected arrays for {len(outputs)} outputs")
-    for name, out, want in zip(names, outputs, expected):
-        assert_almost_equal(out, want, rtol, atol, names=(f"EXPECTED_{name}", f"FORWARD_{name}"),
-                            equal_nan=equal_nan)
-    return [o.asnumpy() for o in outputs]
-
-
-def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=None, aux_states=None,
-                            grad_req="write", ctx=None, grad_stypes=None, equal_nan=False, dtype=np.float32):
-    """Runs ``sym`` forward (train mode) and backward with ``out_grads`` and
-    compares the argument gradients with ``expected`` (a list in argument
-    order, or a dict by name, which may leave arguments out). With
-    ``grad_req='add'`` the gradient buffers start from random values, which
-    the expectation then includes. Returns the gradients by name."""
-    del grad_stypes
-    args = _arg_dict(sym, location, "check_symbolic_backward")
-    names = sym.list_arguments()
-    if isinstance(expected, (list, tuple)):
-        expected = dict(zip(names, expected))
-    reqs = grad_req if isinstance(grad_req, dict) else {n: grad_req for n in names}
-    if isinstance(grad_req, (list, tuple)):
-        reqs = dict(zip(names, grad_req))
-    rng = np.random.default_rng(0)
-    start = {n: rng.normal(size=args[n].shape).astype(dtype) if reqs.get(n) == "add"
-             else np.zeros(args[n].shape, dtype=dtype) for n in names}
-    ctx = ctx or default_context()
-    grads = {n: array(start[n], ctx=ctx, dtype=dtype) for n in names if reqs.get(n, "null") != "null"}
-    exe, _ = _bind(sym, ctx, args, _aux_dict(sym, aux_states), grad_req=reqs, dtype=dtype, grads=grads)
-    exe.forward(is_train=True)
-    if isinstance(out_grads, dict):
-        out_grads = [out_grads[n] for n in sym.list_outputs()]
-    elif out_grads is not None and not isinstance(out_grads, (list, tuple)):
-        out_grads = [out_grads]
-    exe.backward(None if out_grads is None else [array(_np(g).astype(dtype), ctx=ctx, dtype=dtype) for g in out_grads])
-    got = {n: g.asnumpy() for n, g in grads.items()}
-    for n, want in expected.items():
-        if reqs.get(n, "null") == "null":
-            continue
-        want = _np(want)
-        if reqs[n] == "add":
-            want = want + start[n]
-        assert_almost_equal(got[n], want, rtol, atol, names=(f"EXPECTED_{n}", f"BACKWARD_{n}"),
-                            equal_nan=equal_nan)
-    return got
-
-
-def _check_symbol_numeric_gradient(sym, location, aux_states, numeric_eps, rtol, atol, grad_nodes,
-                                   use_forward_train, ctx):
-    """``check_numeric_gradient`` for a Symbol: gradients from its executor
-    (float64) against central differences of ``sum(output * head)``."""
-    args = {k: v.astype(np.float64) for k, v in _arg_dict(sym, location, "check_numeric_gradient").items()}
-    aux = {k: v.astype(np.float64) for k, v in _aux_dict(sym, aux_states).items()}
-    names = sym.list_arguments()
-    nodes = names if grad_nodes is None else list(grad_nodes)
-    if isinstance(grad_nodes, dict):
-        nodes = list(grad_nodes)
-    ctx = ctx or default_context()
-    grads = {n: array(np.zeros(args[n].shape), ctx=ctx, dtype=np.float64) for n in nodes}
-    exe, arg_nd = _bind(sym, ctx, args, aux, grad_req="write", grads=grads)
-    outputs = exe.forward(is_train=use_forward_train)
-    rng = np.random.default_rng(0)
-    heads = [rng.uniform(0.5, 1.5, size=o.shape) for o in outputs]
-    exe.backward([array(h, ctx=ctx, dtype=np.float64) for h in heads])
-    eps = numeric_eps if numeric_eps is not None else 1e-4
-
-    def objective():
-        outs = exe.forward(is_train=use_forward_train)
-        return sum(float((o.asnumpy().astype(np.float64) * h).sum()) for o, h in zip(outs, heads))
-
-    worst = 0.0
-    for n in nodes:
-        base = args[n].copy()
-        numeric = np.zeros_like(base)
-        flat = base.reshape(-1)
-        for i in range(flat.size):
-            for sign in (1, -1):
-                moved = flat.copy()
-                moved[i] += sign * eps
-                arg_nd[n][:] = moved.reshape(base.shape)
-                numeric.reshape(-1)[i] += sign * objective() / (2 * eps)
-        arg_nd[n][:] = base
-        analytic = grads[n].asnumpy()
-        np.testing.assert_allclose(analytic, numeric, rtol=rtol if rtol is not None else 1e-2,
-                                   atol=atol if atol is not None else 1e-4,
-                                   err_msg=f"gradient of {n}: executor vs numeric")
-        worst = max(worst, float(np.max(np.abs(analytic - numeric), initial=0.0)))
-    return worst
-
-
-def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=None, aux_params=None, tol=None,
-                      raise_on_err=True, ground_truth=None, equal_nan=False, use_uniform=False,
-                      rand_type=np.float64):
-    """Runs ``sym`` once per configuration in ``ctx_list`` (dicts with
-    ``ctx``, input shapes and an optional ``type_dict``) on the same random
-    inputs and output gradients, and compares every configuration's outputs
-    and gradients with the most precise one's. Returns the ground truth
-    ``{name: numpy array}`` (outputs under their output names, gradients
-    under ``<arg>_grad``)."""
-    del use_uniform
-    if tol is None:
-        tol = {np.dtype(np.float16): 1e-1, np.dtype(np.float32): 1e-3, np.dtype(np.float64): 1e-5,
-               np.dtype(np.uint8): 0, np.dtype(np.int32): 0, np.dtype(np.int64): 0}
-    elif isinstance(tol, (int, float)):
-        tol = {np.dtype(t): tol for t in (np.float16, np.float32, np.float64, np.uint8, np.int32, np.int64)}
-    rng = np.random.default_rng(0)
-    runs = []
-    for config in ctx_list:
-        config = dict(config)
-        ctx = config.pop("ctx", None) or default_context()
-        type_dict = config.pop("type_dict", {})
-        exe = sym.simple_bind(ctx, grad_req=grad_req, type_dict=type_dict, **config)
-        runs.append((exe, type_dict))
-    first = runs[0][0]
-    if arg_params is None:
-        arg_params = {n: rng.normal(size=a.shape).astype(rand_type) * scale for n, a in first.arg_dict.items()}
-    if aux_params is None:
-        aux_params = {n: np.zeros(a.shape, dtype=rand_type) for n, a in first.aux_dict.items()}
-    results = []
-    for exe, _ in runs:
-        for n, a in exe.arg_dict.items():
-            a[:] = arg_params[n].astype(np.float64)
-        for n, a in exe.aux_dict.items():
-            a[:] = aux_params[n].astype(np.float64)
-        outs = exe.forward(is_train=True)
-        result = {name: o.asnumpy() for name, o in zip(sym.list_outputs(), outs)}
-        if grad_req != "null":
-            heads = [np.random.default_rng(1).normal(size=o.shape) for o in outs]
-            exe.backward([array(h.astype(o.asnumpy().dtype), dtype=o.asnumpy().dtype) for h, o in zip(heads, outs)])
-            result.update({f"{n}_grad": g.asnumpy() for n, g in exe.grad_dict.items()})
-        results.append(result)
-    precision = [max(np.dtype(v.dtype).itemsize for v in r.values()) for r in results]
-    gt = ground_truth if ground_truth is not None else results[int(np.argmax(precision))]
-    for i, result in enumerate(results):
-        for name, value in result.items():
-            t = tol.get(np.dtype(value.dtype), 1e-3)
-            try:
-                assert_almost_equal(value, gt[name], rtol=t, atol=t, equal_nan=equal_nan,
-                                    names=(f"config {i} {name}", f"ground truth {name}"))
-            except AssertionError:
-                if raise_on_err:
-                    raise
-                print(f"check_consistency: configuration {i} differs in {name}")
-    return gt
+# (in their own module; re-exported here, under MXNet's names)
+from ._symbolic_checks import (  # noqa: E402  pylint: disable=wrong-import-position
+    _check_symbol_numeric_gradient,
+    check_consistency,
+    check_symbolic_backward,
+    check_symbolic_forward,
+    simple_forward,
+)

@@ -3,7 +3,6 @@ against numpy, against imperative autograd, and against files and outputs
 of MXNet 1.9.1 itself."""
 
 import json
-import os
 import pathlib
 import subprocess
 

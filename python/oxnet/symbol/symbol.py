@@ -2,7 +2,6 @@
 MXNet 1.x. Symbols need no shapes until they are bound; ``infer_shape``,
 ``infer_type``, ``simple_bind``/``bind`` and ``eval`` give them values."""
 
-import copy as _copy
 import json as _json
 
 import numpy as np

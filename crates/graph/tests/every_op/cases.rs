@@ -1,0 +1,408 @@
+//! The table of `every_op.rs`: sample inputs per operator, and the custom
+//! operator behind the `Custom` case.
+
+use super::{Outcome, CUSTOM_OP_TYPE};
+use oxnet_core::custom::{self, CustomOp, CustomOpProp};
+use oxnet_core::{DType, Device, NDArray, Req, Result, Shape};
+use std::sync::{Arc, Once};
+// ---------------------------------------------------------------------------
+// Sample inputs
+
+/// One sample input of a case.
+#[derive(Clone, Debug)]
+pub struct In {
+    pub shape: Vec<usize>,
+    pub values: Vec<f64>,
+    pub dtype: DType,
+    /// Whether the input is differentiated (false for indices, labels, conditions).
+    pub grad: bool,
+}
+
+impl In {
+    /// Takes no gradient (indices, labels, conditions, aux states).
+    fn no_grad(mut self) -> In {
+        self.grad = false;
+        self
+    }
+
+    /// Stored as `dtype` (values must be representable).
+    fn dtype(mut self, dtype: DType) -> In {
+        self.dtype = dtype;
+        self
+    }
+
+    pub fn array(&self) -> NDArray {
+        NDArray::from_vec(self.values.clone(), &self.shape).unwrap().astype(self.dtype).unwrap()
+    }
+}
+
+pub fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+/// `n` distinct values in `(lo, hi)`, in a scrambled order. Arrays made with
+/// different `salt`s lie on different grids, so no two values of two inputs
+/// are equal either (no ties for maximum/minimum), and no value is 0 for a
+/// range symmetric around 0.
+pub fn distinct(n: usize, lo: f64, hi: f64, salt: u64) -> Vec<f64> {
+    const GOLDEN: f64 = 0.618_033_988_749_895;
+    // rank k goes to the position with the k-th smallest scramble key
+    let key = |k: usize| ((k as f64 + salt as f64) * GOLDEN).fract();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|a, b| key(*a).total_cmp(&key(*b)));
+    let frac = 0.3 + 0.4 * (salt as f64 * GOLDEN).fract();
+    let mut out = vec![0.0; n];
+    for (rank, &pos) in order.iter().enumerate() {
+        out[pos] = lo + (hi - lo) * (rank as f64 + frac) / n as f64;
+    }
+    out
+}
+
+thread_local! {
+    /// Salt of the next sample array: reset by [`cases`], so that each run
+    /// of the table (per thread) draws the same values.
+    static SALT: std::cell::Cell<u64> = const { std::cell::Cell::new(1) };
+}
+
+pub fn next_salt() -> u64 {
+    SALT.with(|s| s.replace(s.get() + 1))
+}
+
+/// Distinct float64 values in `(lo, hi)`, differentiable.
+fn uniform(shape: &[usize], lo: f64, hi: f64) -> In {
+    In {
+        shape: shape.to_vec(),
+        values: distinct(numel(shape), lo, hi, next_salt()),
+        dtype: DType::F64,
+        grad: true,
+    }
+}
+
+/// Mixed-sign values in `(-2, 2)`.
+fn x(shape: &[usize]) -> In {
+    uniform(shape, -2.0, 2.0)
+}
+
+/// Positive values in `(0.5, 2.5)` (log, sqrt, divisors, bases of powers).
+fn pos(shape: &[usize]) -> In {
+    uniform(shape, 0.5, 2.5)
+}
+
+/// Given values, differentiable.
+fn vals(values: &[f64], shape: &[usize]) -> In {
+    assert_eq!(values.len(), numel(shape));
+    In { shape: shape.to_vec(), values: values.to_vec(), dtype: DType::F64, grad: true }
+}
+
+/// Integer-valued float64 indices (or labels, conditions): no gradient.
+fn idx(values: &[f64], shape: &[usize]) -> In {
+    vals(values, shape).no_grad()
+}
+
+// ---------------------------------------------------------------------------
+// The table
+
+/// A check of a case's inputs and executor outputs.
+pub type Property = fn(&[NDArray], &[Vec<f64>]) -> Outcome;
+
+/// One operator call to compare.
+pub struct Case {
+    pub op: &'static str,
+    pub attrs: Vec<(&'static str, &'static str)>,
+    pub inputs: Vec<In>,
+    /// An extra check of the executor's `forward(true)` outputs (for random
+    /// operators, whose values are compared but should also be plausible).
+    pub property: Option<Property>,
+}
+
+fn case(op: &'static str, attrs: &[(&'static str, &'static str)], inputs: Vec<In>) -> Case {
+    Case { op, attrs: attrs.to_vec(), inputs, property: None }
+}
+
+/// Dropout's outputs are 0 or `x / (1 - p)`, and with these sizes some of each.
+fn dropout_property(p: f64) -> impl Fn(&[NDArray], &[Vec<f64>]) -> std::result::Result<(), String> {
+    move |inputs, outputs| {
+        let x = inputs[0].to_vec::<f64>().unwrap();
+        let y = &outputs[0];
+        let scale = 1.0 / (1.0 - p);
+        let (mut dropped, mut kept) = (0, 0);
+        for (a, b) in x.iter().zip(y) {
+            if *b == 0.0 {
+                dropped += 1;
+            } else if (b - a * scale).abs() <= 1e-12 * b.abs() {
+                kept += 1;
+            } else {
+                return Err(format!("Dropout output {b} is neither 0 nor {a} * {scale}"));
+            }
+        }
+        if dropped == 0 || kept == 0 {
+            return Err(format!(
+                "Dropout(p={p}) dropped {dropped} and kept {kept}: the sample proves nothing"
+            ));
+        }
+        Ok(())
+    }
+}
+
+pub fn cases() -> Vec<Case> {
+    SALT.with(|s| s.set(1));
+    let m = |shape: &[usize]| x(shape);
+    let mut t = vec![
+        // --- element-wise unary
+        case("abs", &[], vec![m(&[2, 3])]),
+        case("cos", &[], vec![m(&[2, 3])]),
+        case("sin", &[], vec![m(&[2, 3])]),
+        case("tanh", &[], vec![m(&[2, 3])]),
+        case("sigmoid", &[], vec![m(&[2, 3])]),
+        case("relu", &[], vec![m(&[2, 3])]),
+        case("softrelu", &[], vec![m(&[2, 3])]),
+        case("gelu", &[], vec![m(&[2, 3])]),
+        case("erf", &[], vec![m(&[2, 3])]),
+        case("exp", &[], vec![m(&[2, 3])]),
+        case("expm1", &[], vec![m(&[2, 3])]),
+        case("negative", &[], vec![m(&[2, 3])]),
+        case("square", &[], vec![m(&[2, 3])]),
+        case("identity", &[], vec![m(&[2, 3])]),
+        case("log", &[], vec![pos(&[2, 3])]),
+        case("log1p", &[], vec![pos(&[2, 3])]),
+        case("sqrt", &[], vec![pos(&[2, 3])]),
+        case("rsqrt", &[], vec![pos(&[2, 3])]),
+        case("reciprocal", &[], vec![pos(&[2, 3])]),
+        case("clip", &[("a_min", "-1"), ("a_max", "1.5")], vec![m(&[2, 3])]),
+        // zero gradient by definition
+        case("sign", &[], vec![m(&[2, 3])]),
+        case("BlockGrad", &[], vec![m(&[2, 3])]),
+        case("zeros_like", &[], vec![m(&[2, 3])]),
+        case("ones_like", &[], vec![m(&[2, 3])]),
+        // --- activations
+        case("Activation", &[("act_type", "relu")], vec![m(&[2, 3])]),
+        case("Activation", &[("act_type", "sigmoid")], vec![m(&[2, 3])]),
+        case("Activation", &[("act_type", "tanh")], vec![m(&[2, 3])]),
+        case("Activation", &[("act_type", "softrelu")], vec![m(&[2, 3])]),
+        case("Activation", &[("act_type", "softsign")], vec![m(&[2, 3])]),
+        case("LeakyReLU", &[("act_type", "leaky"), ("slope", "0.1")], vec![m(&[2, 3])]),
+        case("LeakyReLU", &[("act_type", "elu"), ("slope", "0.7")], vec![m(&[2, 3])]),
+        case("LeakyReLU", &[("act_type", "selu")], vec![m(&[2, 3])]),
+        case("LeakyReLU", &[("act_type", "gelu")], vec![m(&[2, 3])]),
+        // --- gradient helpers (registered operators with their own gradients, for higher order)
+        case("_backward_relu", &[], vec![m(&[2, 3]), m(&[2, 3])]),
+        case("_backward_sigmoid", &[], vec![m(&[2, 3]), uniform(&[2, 3], 0.05, 0.95)]),
+        case("_backward_tanh", &[], vec![m(&[2, 3]), uniform(&[2, 3], -0.95, 0.95)]),
+        case("_backward_gelu", &[], vec![m(&[2, 3]), m(&[2, 3])]),
+        case("_backward_clip", &[("a_min", "-1"), ("a_max", "1.5")], vec![m(&[2, 3]), m(&[2, 3])]),
+        case("_backward_reshape_to", &[("shape", "(3, 2)")], vec![m(&[2, 3])]),
+        case("_backward_broadcast_to", &[("shape", "(2, 3, 4)")], vec![m(&[3, 1])]),
+        case(
+            "_backward_slice",
+            &[("begin", "(None, 2)"), ("end", "(3, None)"), ("step", "(2, -1)"), ("shape", "(4, 3)")],
+            vec![m(&[2, 3])],
+        ),
+        case(
+            "_backward_take",
+            &[("axis", "1"), ("shape", "(2, 3)")],
+            vec![m(&[2, 4]), idx(&[0., 2., 2., 1.], &[4])],
+        ),
+        // ograd, index, data (data gives only the shape)
+        case("_backward_pick", &[("axis", "1")], vec![m(&[3]), idx(&[2., 0., 3.], &[3]), m(&[3, 4])]),
+        // --- scalar arithmetic
+        case("_plus_scalar", &[("scalar", "1.5")], vec![m(&[2, 3])]),
+        case("_minus_scalar", &[("scalar", "1.5")], vec![m(&[2, 3])]),
+        case("_rminus_scalar", &[("scalar", "1.5")], vec![m(&[2, 3])]),
+        case("_mul_scalar", &[("scalar", "-2.5")], vec![m(&[2, 3])]),
+        case("_div_scalar", &[("scalar", "2.5"), ("is_int", "False")], vec![m(&[2, 3])]),
+        case("_rdiv_scalar", &[("scalar", "2.5")], vec![pos(&[2, 3])]),
+        case("_power_scalar", &[("scalar", "3")], vec![m(&[2, 3])]),
+        case("_power_scalar", &[("scalar", "2.5")], vec![pos(&[2, 3])]),
+        case("_rpower_scalar", &[("scalar", "2")], vec![m(&[2, 3])]),
+        case("_maximum_scalar", &[("scalar", "0.3")], vec![m(&[2, 3])]),
+        case("_minimum_scalar", &[("scalar", "0.3")], vec![m(&[2, 3])]),
+        case("_equal_scalar", &[("scalar", "1")], vec![vals(&[1., 2., -1., 1., 0.5, 3.], &[2, 3])]),
+        case("_not_equal_scalar", &[("scalar", "1")], vec![vals(&[1., 2., -1., 1., 0.5, 3.], &[2, 3])]),
+        case("_greater_scalar", &[("scalar", "0.3")], vec![m(&[2, 3])]),
+        case("_greater_equal_scalar", &[("scalar", "1")], vec![vals(&[1., 2., -1., 1., 0.5, 3.], &[2, 3])]),
+        case("_lesser_scalar", &[("scalar", "0.3")], vec![m(&[2, 3])]),
+        case("_lesser_equal_scalar", &[("scalar", "1")], vec![vals(&[1., 2., -1., 1., 0.5, 3.], &[2, 3])]),
+        // --- element-wise binary (equal shapes)
+        case("elemwise_add", &[], vec![m(&[2, 3]), m(&[2, 3])]),
+        case("elemwise_sub", &[], vec![m(&[2, 3]), m(&[2, 3])]),
+        case("elemwise_mul", &[], vec![m(&[2, 3]), m(&[2, 3])]),
+        case("elemwise_div", &[], vec![m(&[2, 3]), pos(&[2, 3])]),
+        case("_maximum", &[], vec![m(&[2, 3]), m(&[2, 3])]),
+        case("_minimum", &[], vec![m(&[2, 3]), m(&[2, 3])]),
+        case("_power", &[], vec![pos(&[2, 3]), m(&[2, 3])]),
+        case("_equal", &[], vec![vals(&[1., 2., 3., 4.], &[4]), vals(&[1., 0., 3., 5.], &[4])]),
+        case("_not_equal", &[], vec![vals(&[1., 2., 3., 4.], &[4]), vals(&[1., 0., 3., 5.], &[4])]),
+        case("_greater", &[], vec![vals(&[1., 2., 3., 4.], &[4]), vals(&[1., 0., 3., 5.], &[4])]),
+        case("_greater_equal", &[], vec![vals(&[1., 2., 3., 4.], &[4]), vals(&[1., 0., 3., 5.], &[4])]),
+        case("_lesser", &[], vec![vals(&[1., 2., 3., 4.], &[4]), vals(&[1., 0., 3., 5.], &[4])]),
+        case("_lesser_equal", &[], vec![vals(&[1., 2., 3., 4.], &[4]), vals(&[1., 0., 3., 5.], &[4])]),
+        case("add_n", &[], vec![m(&[2, 3]), m(&[2, 3]), m(&[2, 3])]),
+        // --- broadcasting binary (both sides broadcast)
+        case("broadcast_add", &[], vec![m(&[2, 1, 3]), m(&[1, 4, 3])]),
+        case("broadcast_sub", &[], vec![m(&[2, 3]), m(&[1, 3])]),
+        case("broadcast_mul", &[], vec![m(&[2, 1]), m(&[1, 3])]),
+        case("broadcast_div", &[], vec![m(&[2, 3]), pos(&[2, 1])]),
+        case("broadcast_maximum", &[], vec![m(&[2, 3]), m(&[1, 3])]),
+        case("broadcast_minimum", &[], vec![m(&[2, 3]), m(&[1, 3])]),
+        case("broadcast_power", &[], vec![pos(&[2, 3]), m(&[1, 3])]),
+        case("broadcast_equal", &[], vec![vals(&[1., 2., 3., 4.], &[2, 2]), vals(&[1., 4.], &[1, 2])]),
+        case("broadcast_not_equal", &[], vec![vals(&[1., 2., 3., 4.], &[2, 2]), vals(&[1., 4.], &[1, 2])]),
+        case("broadcast_greater", &[], vec![vals(&[1., 2., 3., 4.], &[2, 2]), vals(&[1., 4.], &[1, 2])]),
+        case(
+            "broadcast_greater_equal",
+            &[],
+            vec![vals(&[1., 2., 3., 4.], &[2, 2]), vals(&[1., 4.], &[1, 2])],
+        ),
+        case("broadcast_lesser", &[], vec![vals(&[1., 2., 3., 4.], &[2, 2]), vals(&[1., 4.], &[1, 2])]),
+        case("broadcast_lesser_equal", &[], vec![vals(&[1., 2., 3., 4.], &[2, 2]), vals(&[1., 4.], &[1, 2])]),
+        // --- reductions (distinct values: unique maxima and minima)
+        case("sum", &[("axis", "(1,)")], vec![m(&[3, 4])]),
+        case("sum", &[("axis", "(1,)"), ("exclude", "True"), ("keepdims", "True")], vec![m(&[2, 3, 2])]),
+        case("mean", &[("axis", "(0,)"), ("keepdims", "True")], vec![m(&[3, 4])]),
+        case("prod", &[("axis", "(1,)")], vec![m(&[3, 4])]),
+        case("max", &[("axis", "(1,)")], vec![m(&[3, 4])]),
+        case("max", &[], vec![m(&[3, 4])]),
+        case("min", &[("axis", "(0,)"), ("keepdims", "True")], vec![m(&[3, 4])]),
+        case("norm", &[], vec![m(&[3, 4])]),
+        case("norm", &[("ord", "1"), ("axis", "(1,)")], vec![m(&[3, 4])]),
+        case("argmax", &[("axis", "1")], vec![m(&[3, 4])]),
+        case("argmin", &[], vec![m(&[3, 4])]),
+        // --- linear algebra
+        case("dot", &[], vec![m(&[2, 3]), m(&[3, 4])]),
+        case("dot", &[("transpose_a", "True"), ("transpose_b", "True")], vec![m(&[3, 2]), m(&[4, 3])]),
+        case("batch_dot", &[], vec![m(&[2, 2, 3]), m(&[2, 3, 4])]),
+        case("batch_dot", &[("transpose_b", "True")], vec![m(&[2, 2, 3]), m(&[2, 4, 3])]),
+        case("FullyConnected", &[("num_hidden", "4")], vec![m(&[2, 3]), m(&[4, 3]), m(&[4])]),
+        case(
+            "FullyConnected",
+            &[("num_hidden", "4"), ("no_bias", "True"), ("flatten", "False")],
+            vec![m(&[2, 2, 3]), m(&[4, 3])],
+        ),
+        // --- softmax family and losses
+        case("softmax", &[], vec![m(&[2, 4])]),
+        case("softmax", &[("axis", "0"), ("temperature", "2.0")], vec![m(&[3, 2])]),
+        case("softmin", &[("axis", "1")], vec![m(&[2, 3, 2])]),
+        case("log_softmax", &[("temperature", "0.7")], vec![m(&[2, 4])]),
+        case("softmax_cross_entropy", &[], vec![m(&[3, 4]), idx(&[1., 3., 0.], &[3])]),
+        // --- indexing
+        case("take", &[], vec![m(&[4, 3]), idx(&[2., 0., 2., 5.], &[2, 2])]),
+        case("take", &[("axis", "1"), ("mode", "wrap")], vec![m(&[2, 3, 2]), idx(&[1., -1., 1.], &[3])]),
+        // int32 indices: mixed dtypes in one node
+        case("take", &[], vec![m(&[4, 3]), idx(&[3., 1.], &[2]).dtype(DType::I32)]),
+        case("pick", &[("axis", "1")], vec![m(&[3, 4]), idx(&[2., 0., 3.], &[3])]),
+        case(
+            "pick",
+            &[("axis", "0"), ("keepdims", "True"), ("mode", "wrap")],
+            vec![m(&[3, 4]), idx(&[1., 7., -1., 2.], &[1, 4])],
+        ),
+        case("pick", &[], vec![m(&[2, 3]), idx(&[2., 1.], &[2]).dtype(DType::I32)]),
+        // one_hot's only input is its indices: forward checks only
+        case("one_hot", &[("depth", "4")], vec![idx(&[1., 0., 3.], &[3])]),
+        case(
+            "one_hot",
+            &[("depth", "3"), ("dtype", "float64"), ("on_value", "2.5")],
+            vec![idx(&[2., 1.], &[2])],
+        ),
+        case("where", &[], vec![idx(&[1., 0., 1., 0., 0., 1.], &[2, 3]), m(&[2, 3]), m(&[2, 3])]),
+        // a condition of one entry per row
+        case("where", &[], vec![idx(&[0., 1.], &[2]), m(&[2, 3]), m(&[2, 3])]),
+        // --- shape manipulation
+        case("reshape", &[("shape", "(-1, 0)")], vec![m(&[2, 3, 2])]),
+        case("reshape", &[("shape", "(3, -1)"), ("reverse", "True")], vec![m(&[6, 2])]),
+        case("reshape_like", &[], vec![m(&[2, 3]), m(&[3, 2])]),
+        case("flatten", &[], vec![m(&[2, 3, 2])]),
+        case("expand_dims", &[("axis", "1")], vec![m(&[2, 3])]),
+        case("squeeze", &[("axis", "(1,)")], vec![m(&[2, 1, 3, 1])]),
+        case("transpose", &[("axes", "(1, 2, 0)")], vec![m(&[2, 3, 4])]),
+        case("transpose", &[], vec![m(&[2, 3])]),
+        case("cast", &[("dtype", "float32")], vec![m(&[2, 3])]),
+        case("cast", &[("dtype", "float64")], vec![m(&[2, 3]).dtype(DType::F32)]),
+        case("slice", &[("begin", "(None, 3)"), ("end", "(None, 0)"), ("step", "(1, -1)")], vec![m(&[3, 4])]),
+        case("slice", &[("begin", "(1,)"), ("end", "(3,)")], vec![m(&[4, 3])]),
+        case("slice_axis", &[("axis", "1"), ("begin", "1"), ("end", "3")], vec![m(&[3, 4])]),
+        case("slice_axis", &[("axis", "0"), ("begin", "-2"), ("end", "None")], vec![m(&[3, 4, 2])]),
+        case("broadcast_to", &[("shape", "(2, 0, 4)")], vec![m(&[3, 1])]),
+        case("broadcast_like", &[], vec![m(&[1, 3]), m(&[2, 3])]),
+        case("tile", &[("reps", "(2, 1, 2)")], vec![m(&[2, 3])]),
+        case("repeat", &[("repeats", "2"), ("axis", "1")], vec![m(&[2, 3])]),
+        case("repeat", &[("repeats", "2")], vec![m(&[2, 2])]),
+        case("concat", &[("dim", "1")], vec![m(&[2, 1]), m(&[2, 2]), m(&[2, 3])]),
+        case("concat", &[("dim", "0")], vec![m(&[3, 2]), m(&[1, 2])]),
+        case("stack", &[("axis", "1")], vec![m(&[2, 3]), m(&[2, 3])]),
+        // several visible outputs
+        case("split", &[("num_outputs", "2")], vec![m(&[2, 4, 3])]),
+        case("split", &[("num_outputs", "3"), ("axis", "1"), ("squeeze_axis", "True")], vec![m(&[2, 3])]),
+        // --- Custom: the test's own custom operator (lhs * rhs + bias, with an
+        // aux state `bias`); the one operator whose gradient is a backward kernel
+        case("Custom", &[("op_type", CUSTOM_OP_TYPE)], vec![m(&[2, 3]), m(&[2, 3]), m(&[2, 3]).no_grad()]),
+    ];
+    // --- Dropout is random: every forward call (imperative and executor)
+    // starts from the same seed, so both draw the same mask and the values
+    // can be compared exactly; the property checks the sample really drops
+    // some entries and scales the others. forward(false) is the identity
+    // (except with mode=always, which drops in predict mode too, from the same seed).
+    let mut d = case("Dropout", &[("p", "0.5")], vec![m(&[4, 5])]);
+    d.property = Some(|i, o| dropout_property(0.5)(i, o));
+    t.push(d);
+    let mut d = case("Dropout", &[("p", "0.4"), ("mode", "always"), ("axes", "(0,)")], vec![m(&[3, 6])]);
+    d.property = Some(|i, o| dropout_property(0.4)(i, o));
+    t.push(d);
+    t.push(case("Dropout", &[("p", "0")], vec![m(&[2, 3])]));
+    t
+}
+
+// ---------------------------------------------------------------------------
+// The custom operator behind the `Custom` case
+
+struct MulAdd;
+
+impl CustomOp for MulAdd {
+    fn forward(
+        &self,
+        _train: bool,
+        req: &[Req],
+        ins: &[NDArray],
+        outs: &[NDArray],
+        aux: &[NDArray],
+    ) -> Result<()> {
+        let p = oxnet_core::invoke1("elemwise_mul", &[&ins[0], &ins[1]], &[])?;
+        let y = oxnet_core::invoke1("elemwise_add", &[&p, &aux[0]], &[])?;
+        custom::assign(&outs[0], req[0], &y)
+    }
+
+    fn backward(
+        &self,
+        req: &[Req],
+        out_grad: &[NDArray],
+        in_data: &[NDArray],
+        _out_data: &[NDArray],
+        in_grad: &[NDArray],
+        _aux: &[NDArray],
+    ) -> Result<()> {
+        let da = oxnet_core::invoke1("elemwise_mul", &[&out_grad[0], &in_data[1]], &[])?;
+        let db = oxnet_core::invoke1("elemwise_mul", &[&out_grad[0], &in_data[0]], &[])?;
+        custom::assign(&in_grad[0], req[0], &da)?;
+        custom::assign(&in_grad[1], req[1], &db)
+    }
+}
+
+struct MulAddProp;
+
+impl CustomOpProp for MulAddProp {
+    fn list_arguments(&self) -> Vec<String> {
+        vec!["lhs".into(), "rhs".into()]
+    }
+
+    fn list_auxiliary_states(&self) -> Vec<String> {
+        vec!["bias".into()]
+    }
+
+    fn create_operator(&self, _: Device, _: &[Shape], _: &[DType]) -> Result<Arc<dyn CustomOp>> {
+        Ok(Arc::new(MulAdd))
+    }
+}
+
+pub fn setup() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| custom::register(CUSTOM_OP_TYPE, |_| Ok(Arc::new(MulAddProp))));
+}
