@@ -17,7 +17,6 @@ use crate::executor::Executor;
 use crate::gradient::gradient;
 use crate::indexed::IndexedGraph;
 use crate::infer::{infer_complete, infer_head_dtypes, infer_head_shapes};
-use crate::node::in_node;
 use crate::symbol::Symbol;
 use oxnet_core::op::{GradCtx, OpDef, OpState};
 use oxnet_core::{autograd, DType, Device, Error, NDArray, Req, Result, Shape};
@@ -309,7 +308,7 @@ fn evaluate(
             _ => None,
         };
         let outs = oxnet_core::dispatch::invoke_op_with_state(&call.op, &refs, &call.attrs, state)
-            .map_err(|e| in_node(e, &node.name, &call.op.name))?;
+            .map_err(|e| e.in_node(&node.name, &call.op.name))?;
         for (k, o) in outs.into_iter().enumerate() {
             entries[graph.entry(n, k)] = Some(o);
         }

@@ -13,7 +13,6 @@
 use crate::gradient::gradient;
 use crate::indexed::IndexedGraph;
 use crate::infer::{infer_complete, infer_dtypes, infer_shapes, is_complete};
-use crate::node::in_node;
 use crate::plan::{plan_memory, MemoryPlan};
 use crate::symbol::{shape_string, Symbol};
 use oxnet_core::autograd;
@@ -75,14 +74,6 @@ struct Step {
     outputs: Vec<NDArray>,
     reqs: Vec<Req>,
     visible: usize,
-}
-
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic payload".into())
 }
 
 /// Gradient requests for [`simple_bind`]: one for all arguments or one per argument name.
@@ -415,7 +406,7 @@ impl Executor {
                 let inputs = std::mem::take(&mut self.steps[i].inputs);
                 let state = self.state_for(n, &inputs);
                 self.steps[i].inputs = inputs;
-                state.map_err(|e| in_node(e, &node.name, &call.op.name))?
+                state.map_err(|e| e.in_node(&node.name, &call.op.name))?
             };
             let step = &self.steps[i];
             let result = match &step.kernel {
@@ -430,7 +421,8 @@ impl Executor {
                     };
                     match catch_unwind(AssertUnwindSafe(|| kernel(&ctx, &step.inputs, &step.outputs))) {
                         Ok(r) => r.map_err(|e| e.in_op(&call.op.name)),
-                        Err(p) => Err(Error::Panic(panic_text(p.as_ref())).in_op(&call.op.name)),
+                        Err(p) => Err(Error::Panic(oxnet_core::dispatch::panic_message(p.as_ref()))
+                            .in_op(&call.op.name)),
                     }
                 }
                 None => {
@@ -445,7 +437,7 @@ impl Executor {
                     )
                 }
             };
-            result.map_err(|e| in_node(e, &node.name, &call.op.name))?;
+            result.map_err(|e| e.in_node(&node.name, &call.op.name))?;
             if !backward {
                 if let Some(monitor) = self.monitor.as_mut() {
                     for (k, o) in step.outputs.iter().enumerate().take(step.visible) {

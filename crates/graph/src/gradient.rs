@@ -10,7 +10,7 @@
 //! [`GradGraph::shared_state`] records for the executor.
 
 use crate::indexed::IndexedGraph;
-use crate::node::{in_node, Entry, Node};
+use crate::node::{Entry, Node};
 use crate::symbol::Symbol;
 use crate::trace::{run_traced, Tracer};
 use oxnet_core::op::{BackwardArgs, Gradient, OpDef};
@@ -96,7 +96,7 @@ pub fn gradient(
         if !needs.iter().any(|x| *x) {
             continue;
         }
-        let wrap = |e: Error| in_node(e, &node.name, &call.op.name);
+        let wrap = |e: Error| e.in_node(&node.name, &call.op.name);
         let in_grads: Vec<Option<NDArray>> = match &call.op.gradient {
             Gradient::None => {
                 return Err(wrap(Error::Autograd("this operator is not differentiable".into())));

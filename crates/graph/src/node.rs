@@ -5,7 +5,7 @@
 //! attributes, so symbols can share sub-graphs as MXNet's do.
 
 use oxnet_core::registry::{self, Op};
-use oxnet_core::{AttrValue, Attrs, Error, Result};
+use oxnet_core::{AttrValue, Attrs, Result};
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
@@ -24,10 +24,10 @@ pub struct OpCall {
 impl OpCall {
     /// Looks up `op_name` and parses `params` for it. Errors name the node.
     pub fn new(op_name: &str, params: Vec<(String, String)>, node_name: &str) -> Result<OpCall> {
-        let op = registry::get(op_name).map_err(|e| in_node(e, node_name, op_name))?;
+        let op = registry::get(op_name).map_err(|e| e.in_node(node_name, op_name))?;
         let given: Vec<(&str, AttrValue)> =
             params.iter().map(|(k, v)| (k.as_str(), AttrValue::Raw(v.clone()))).collect();
-        let attrs = op.parse_attrs(&given).map_err(|e| in_node(e, node_name, op_name))?;
+        let attrs = op.parse_attrs(&given).map_err(|e| e.in_node(node_name, op_name))?;
         Ok(OpCall { op, params, attrs })
     }
 
@@ -53,11 +53,6 @@ impl OpCall {
     pub fn output_names(&self) -> Result<Vec<String>> {
         (self.op.outputs)(&self.attrs)
     }
-}
-
-/// Wraps an error so that it names a graph node and its operator.
-pub fn in_node(e: Error, node: &str, op: &str) -> Error {
-    e.in_node(node, op)
 }
 
 /// One node: a variable (no operator) or an operator call.

@@ -12,7 +12,7 @@
 
 use crate::indexed::{topo_order, IndexedGraph};
 use crate::names;
-use crate::node::{in_node, Entry, Node, OpCall};
+use crate::node::{Entry, Node, OpCall};
 use oxnet_core::{AttrValue, DType, Error, Result};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -137,35 +137,29 @@ impl Symbol {
         };
         let call = OpCall::new(op_name, params, &name)?;
         let op_label = call.op.name.clone();
-        let input_names = call.input_names().map_err(|e| in_node(e, &name, &op_label))?;
+        let input_names = call.input_names().map_err(|e| e.in_node(&name, &op_label))?;
         if positional.len() > input_names.len() {
-            return Err(in_node(
-                Error::Invalid(format!(
-                    "{} inputs given, the operator takes {} ({})",
-                    positional.len(),
-                    input_names.len(),
-                    input_names.join(", ")
-                )),
-                &name,
-                &op_label,
-            ));
+            return Err(Error::Invalid(format!(
+                "{} inputs given, the operator takes {} ({})",
+                positional.len(),
+                input_names.len(),
+                input_names.join(", ")
+            ))
+            .in_node(&name, &op_label));
         }
         let mut slots: Vec<Option<Entry>> = vec![None; input_names.len()];
         for (i, s) in positional.iter().enumerate() {
-            slots[i] = Some(s.single_entry().map_err(|e| in_node(e, &name, &op_label))?);
+            slots[i] = Some(s.single_entry().map_err(|e| e.in_node(&name, &op_label))?);
         }
         for (key, s) in named {
             let i = input_names.iter().position(|n| n == key).ok_or_else(|| {
-                in_node(
-                    Error::Invalid(format!("no input named `{key}` (inputs: {})", input_names.join(", "))),
-                    &name,
-                    &op_label,
-                )
+                Error::Invalid(format!("no input named `{key}` (inputs: {})", input_names.join(", ")))
+                    .in_node(&name, &op_label)
             })?;
             if slots[i].is_some() {
-                return Err(in_node(Error::Invalid(format!("input `{key}` given twice")), &name, &op_label));
+                return Err(Error::Invalid(format!("input `{key}` given twice")).in_node(&name, &op_label));
             }
-            slots[i] = Some(s.single_entry().map_err(|e| in_node(e, &name, &op_label))?);
+            slots[i] = Some(s.single_entry().map_err(|e| e.in_node(&name, &op_label))?);
         }
         let inputs = slots
             .into_iter()
