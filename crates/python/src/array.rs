@@ -308,6 +308,19 @@ impl PyNDArray {
         self.inner.grad().map(|g| wrap(py, g)).transpose()
     }
 
+    /// True when a backward pass wrote this variable's gradient since the
+    /// flag was last cleared (MXNet's `_fresh_grad`; the Trainer reads and
+    /// clears it to report stale gradients). False for non-variables.
+    #[getter]
+    fn _fresh_grad(&self) -> bool {
+        oxnet_core::autograd::fresh_grad(&self.inner).unwrap_or(false)
+    }
+
+    #[setter]
+    fn set__fresh_grad(&self, fresh: bool) {
+        oxnet_core::autograd::set_fresh_grad(&self.inner, fresh);
+    }
+
     /// Back-propagates from this array.
     #[pyo3(signature = (out_grad=None, retain_graph=false, train_mode=true))]
     fn backward(

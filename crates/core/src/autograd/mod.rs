@@ -14,5 +14,7 @@ pub use mode::{
     is_recording, is_training, pause, predict_mode, record, record_with, set_recording, set_training,
     train_mode, ModeGuard,
 };
-pub use tape::{attach_grad, backward, grad, grad_of, grad_req_of, mark_variables, BackwardOptions};
+pub use tape::{
+    attach_grad, backward, fresh_grad, grad, grad_of, grad_req_of, mark_variables, set_fresh_grad, BackwardOptions,
+};
 pub(crate) use tape::{record_node, AgEntry};

@@ -8,12 +8,22 @@ use crate::registry::Op;
 use crate::shape::Shape;
 use crate::{DType, Error, NDArray, Result};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A differentiable leaf: an array the user called `attach_grad` on.
 pub(crate) struct Variable {
     grad: Option<NDArray>,
     req: Req,
+    /// Set when a backward pass writes the gradient; cleared by whoever
+    /// consumes it (the Gluon Trainer, which reports stale gradients).
+    fresh: AtomicBool,
+}
+
+impl Variable {
+    fn new(grad: Option<NDArray>, req: Req) -> Variable {
+        Variable { grad, req, fresh: AtomicBool::new(false) }
+    }
 }
 
 /// One recorded operator call.
@@ -57,7 +67,7 @@ impl AgEntry {
 /// (`Write` or `Add`; `Null` means no gradient is kept).
 pub fn attach_grad(x: &NDArray, req: Req) -> Result<()> {
     let grad = if req == Req::Null { None } else { Some(NDArray::zeros_like(x)?) };
-    x.set_ag_entry(Some(AgEntry::Var(Arc::new(Variable { grad, req }))));
+    x.set_ag_entry(Some(AgEntry::Var(Arc::new(Variable::new(grad, req)))));
     Ok(())
 }
 
@@ -79,7 +89,7 @@ pub fn mark_variables(vars: &[&NDArray], grads: &[&NDArray], reqs: &[Req]) -> Re
                 g.shape()
             )));
         }
-        v.set_ag_entry(Some(AgEntry::Var(Arc::new(Variable { grad: Some((*g).clone()), req: *r }))));
+        v.set_ag_entry(Some(AgEntry::Var(Arc::new(Variable::new(Some((*g).clone()), *r)))));
     }
     Ok(())
 }
@@ -90,6 +100,23 @@ pub fn grad_of(x: &NDArray) -> Option<NDArray> {
     match x.ag_entry() {
         Some(AgEntry::Var(v)) => v.grad.clone(),
         _ => None,
+    }
+}
+
+/// Whether a backward pass wrote this variable's gradient since the flag
+/// was last cleared (`None` if `x` is no variable). MXNet's `_fresh_grad`.
+pub fn fresh_grad(x: &NDArray) -> Option<bool> {
+    match x.ag_entry() {
+        Some(AgEntry::Var(v)) => Some(v.fresh.load(Ordering::Acquire)),
+        _ => None,
+    }
+}
+
+/// Sets or clears the fresh-gradient flag of a variable (no effect on
+/// other arrays).
+pub fn set_fresh_grad(x: &NDArray, fresh: bool) {
+    if let Some(AgEntry::Var(v)) = x.ag_entry() {
+        v.fresh.store(fresh, Ordering::Release);
     }
 }
 
@@ -167,13 +194,14 @@ pub fn backward(heads: &[&NDArray], head_grads: &[Option<&NDArray>], opts: Backw
     for (var, g) in grads.vars.values() {
         let Some(buf) = &var.grad else { continue };
         match var.req {
-            Req::Null => {}
+            Req::Null => continue,
             Req::Write | Req::Inplace => buf.assign_from(g)?,
             Req::Add => {
                 let sum = crate::invoke1("elemwise_add", &[buf, g], &[])?;
                 buf.assign_from(&sum)?;
             }
         }
+        var.fresh.store(true, Ordering::Release);
     }
     Ok(())
 }
