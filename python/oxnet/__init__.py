@@ -29,3 +29,4 @@ __all__ = [
     "name", "attribute", "AttrScope", "symbol", "sym", "executor",
 ]
 from . import visualization; viz = visualization; __all__ += ["visualization", "viz"]  # noqa: E402,E702
+from . import metric; __all__ += ["metric"]  # noqa: E402,E702
