@@ -5,6 +5,7 @@
 pub mod binary;
 pub mod linalg;
 pub mod nn;
+pub mod optimizer;
 pub mod reduce;
 pub mod shape_ops;
 pub mod unary;
@@ -17,6 +18,7 @@ pub(crate) fn register_builtins() {
     reduce::register();
     linalg::register();
     nn::register();
+    optimizer::register();
     shape_ops::register();
     crate::registry::register(crate::custom::custom_op_def());
 }

@@ -1,0 +1,216 @@
+//! The element-wise driver every update operator runs on.
+//!
+//! An update reads the weight and the gradient, reads and rewrites `K` state
+//! arrays (momentum, moving averages, a float32 master copy) and stores a
+//! new value into the output, element by element and independently per
+//! element. [`update_elementwise`] owns the parts that are the same for
+//! every optimizer — dtype and layout checks, the output request, the case
+//! where the output buffer *is* the weight (Python's `out=weight`), and the
+//! split over rayon for long arrays — so that an operator states only its
+//! per-element formula.
+//!
+//! Element `i` of every buffer is read before element `i` of any buffer is
+//! written, and no other element is touched, so an output that is the weight
+//! itself is updated in place correctly. States must not share memory with
+//! any other array of the call (that would make the formula read values it
+//! has already changed); the driver rejects such calls.
+
+use crate::dtype::FloatElement;
+use crate::{Error, NDArray, Req, Result};
+use num_traits::Float;
+use rayon::prelude::*;
+
+/// Element count from which updates are split over rayon.
+const PAR_MIN: usize = 32 * 1024;
+/// Elements per parallel piece.
+const PIECE: usize = 16 * 1024;
+
+/// Converts a hyper-parameter to the compute type (out-of-range values
+/// become infinities, as a C cast would).
+#[inline]
+pub(super) fn cst<C: Float>(x: f64) -> C {
+    C::from(x).unwrap_or_else(|| if x > 0.0 { C::infinity() } else { C::neg_infinity() })
+}
+
+/// MXNet's `clip(x, bound)`: `x` limited to `[-bound, bound]` (NaN passes).
+#[inline(always)]
+pub(super) fn clip<C: Float>(x: C, bound: C) -> C {
+    if x > bound {
+        bound
+    } else if x < -bound {
+        -bound
+    } else {
+        x
+    }
+}
+
+/// The rescaled gradient `rescale * g`, clipped to `[-clip, clip]` when
+/// `clip >= 0` (a negative bound turns clipping off).
+#[inline(always)]
+pub(super) fn rescaled<C: Float>(g: C, rescale: C, clip_bound: C) -> C {
+    let x = rescale * g;
+    if clip_bound >= C::zero() {
+        clip(x, clip_bound)
+    } else {
+        x
+    }
+}
+
+/// -1, 0 or 1 (0 for zero, unlike `f32::signum`).
+#[inline(always)]
+pub(super) fn sign<C: Float>(x: C) -> C {
+    if x > C::zero() {
+        C::one()
+    } else if x < C::zero() {
+        -C::one()
+    } else {
+        C::zero()
+    }
+}
+
+/// Raw buffer addresses handed to the parallel pieces.
+#[derive(Clone, Copy)]
+struct Ptrs<const K: usize> {
+    weight: usize,
+    grad: usize,
+    states: [usize; K],
+    out: usize,
+}
+
+/// Checks that `a` is a dense array of `n` elements the kernel can address.
+fn dense(a: &NDArray, what: &str, n: usize) -> Result<()> {
+    a.check_has_values()?;
+    if !a.is_contiguous() {
+        return Err(Error::Invalid(format!("{what} must be contiguous")));
+    }
+    if a.size() != n {
+        return Err(Error::Shape(format!(
+            "{what} has {} elements, the weight {n} (shape {:?})",
+            a.size(),
+            a.shape()
+        )));
+    }
+    Ok(())
+}
+
+/// A copy of `input` when it overlaps `out` without being exactly it
+/// (partially overlapping views would read already-written elements).
+fn unaliased(input: &NDArray, out: &NDArray) -> Result<NDArray> {
+    if input.shares_storage(out) && input.raw_ptr() != out.raw_ptr() {
+        input.copy()
+    } else {
+        Ok(input.clone())
+    }
+}
+
+/// Runs `f(w, g, states) -> new value` over every element: `w` and `g` are
+/// element `i` of `weight` and `grad` widened to the compute type, `states`
+/// holds element `i` of each state array (written back after the call), and
+/// the returned value is stored into `out[i]` under `req`.
+///
+/// `T` is the element type of weight, gradient and output; `S` that of the
+/// states (`T` itself, or `f32` for the multi-precision operators whose
+/// states are float32 copies). `names` labels the states in errors.
+pub(super) fn update_elementwise<T, S, const K: usize>(
+    req: Req,
+    weight: &NDArray,
+    grad: &NDArray,
+    states: [&NDArray; K],
+    names: [&str; K],
+    out: &NDArray,
+    f: impl Fn(T::Compute, T::Compute, &mut [T::Compute; K]) -> T::Compute + Sync,
+) -> Result<()>
+where
+    T: FloatElement,
+    S: FloatElement<Compute = T::Compute>,
+{
+    let n = weight.size();
+    dense(weight, "weight", n)?;
+    dense(grad, "grad", n)?;
+    dense(out, "the output", n)?;
+    for (k, s) in states.iter().enumerate() {
+        dense(s, names[k], n)?;
+        s.check_writable()?;
+        let clash = [weight, grad, out].iter().any(|o| o.shares_storage(s))
+            || states.iter().enumerate().any(|(j, o)| j != k && o.shares_storage(s));
+        if clash {
+            return Err(Error::Invalid(format!(
+                "state `{}` shares memory with another array of the call; each state needs its own buffer",
+                names[k]
+            )));
+        }
+    }
+    if req != Req::Null {
+        out.check_writable()?;
+    }
+    let weight = unaliased(weight, out)?;
+    let grad = unaliased(grad, out)?;
+    let mut sp = [0usize; K];
+    for (k, s) in states.iter().enumerate() {
+        sp[k] = s.data_ptr::<S>()? as usize;
+    }
+    let ptrs = Ptrs {
+        weight: weight.data_ptr::<T>()? as usize,
+        grad: grad.data_ptr::<T>()? as usize,
+        states: sp,
+        out: out.data_ptr::<T>()? as usize,
+    };
+    let run = |start: usize, len: usize| {
+        // SAFETY: every pointer addresses `n` elements of its dtype (checked
+        // above); this piece touches only indices start..start+len, pieces
+        // are disjoint, and element i of each buffer is read before element i
+        // of any buffer is written (the output may be the weight itself).
+        unsafe {
+            match req {
+                Req::Null => piece::<T, S, K, 0>(ptrs, start, len, &f),
+                Req::Write | Req::Inplace => piece::<T, S, K, 1>(ptrs, start, len, &f),
+                Req::Add => piece::<T, S, K, 2>(ptrs, start, len, &f),
+            }
+        }
+    };
+    if n < PAR_MIN {
+        run(0, n);
+    } else {
+        (0..n.div_ceil(PIECE)).into_par_iter().for_each(|p| {
+            let start = p * PIECE;
+            run(start, PIECE.min(n - start));
+        });
+    }
+    Ok(())
+}
+
+/// One piece of [`update_elementwise`]; `MODE` 0 discards the result, 1
+/// stores it, 2 adds it to the output.
+///
+/// # Safety
+/// As described at the call site.
+#[inline(always)]
+unsafe fn piece<T, S, const K: usize, const MODE: u8>(
+    ptrs: Ptrs<K>,
+    start: usize,
+    len: usize,
+    f: &impl Fn(T::Compute, T::Compute, &mut [T::Compute; K]) -> T::Compute,
+) where
+    T: FloatElement,
+    S: FloatElement<Compute = T::Compute>,
+{
+    let w = ptrs.weight as *const T;
+    let g = ptrs.grad as *const T;
+    let o = ptrs.out as *mut T;
+    let s: [*mut S; K] = ptrs.states.map(|p| p as *mut S);
+    for i in start..start + len {
+        let mut st = [<T::Compute as num_traits::Zero>::zero(); K];
+        for k in 0..K {
+            st[k] = (*s[k].add(i)).to_compute();
+        }
+        let v = f((*w.add(i)).to_compute(), (*g.add(i)).to_compute(), &mut st);
+        for k in 0..K {
+            *s[k].add(i) = S::from_compute(st[k]);
+        }
+        match MODE {
+            1 => *o.add(i) = T::from_compute(v),
+            2 => *o.add(i) = T::from_compute((*o.add(i)).to_compute() + v),
+            _ => {}
+        }
+    }
+}

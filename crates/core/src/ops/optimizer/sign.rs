@@ -1,0 +1,80 @@
+//! Sign-based updates (Bernstein et al., "signSGD"): `signsgd_update` and
+//! `signum_update`.
+//!
+//! - `signsgd_update`: `w = (1 - lr*wd)*w - lr*sign(grad)` (the sign of the
+//!   raw gradient: rescaling and clipping cannot change it).
+//! - `signum_update`: with `g = clip(rescale_grad*grad)`,
+//!   `mom = momentum*mom - (1-momentum)*(wd*w + g)`,
+//!   `w = (1 - lr*wd_lh)*w + lr*sign(mom)`.
+
+use super::kernel::{cst, rescaled, sign, update_elementwise};
+use super::{clip_attr, lr_attr, momentum_attr, rescale_attr, update_op, wd_attr};
+use crate::{registry, AttrKind, AttrSpec, FloatElement, NDArray, OpContext, Result};
+use num_traits::One;
+
+fn signsgd(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
+    let a = ctx.attrs;
+    crate::with_float_dtype!(ins[0].dtype(), T => {
+        type C = <T as FloatElement>::Compute;
+        let (lr, wd): (C, C) = (cst(a.float("lr")?), cst(a.float("wd")?));
+        update_elementwise::<T, T, 0>(ctx.req[0], &ins[0], &ins[1], [], [], &outs[0], |w, g, _| {
+            (C::one() - lr * wd) * w - lr * sign(g)
+        })
+    })
+}
+
+fn signum(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
+    let a = ctx.attrs;
+    crate::with_float_dtype!(ins[0].dtype(), T => {
+        type C = <T as FloatElement>::Compute;
+        let (lr, mu, wd, rs, cg, wd_lh): (C, C, C, C, C, C) = (
+            cst(a.float("lr")?),
+            cst(a.float("momentum")?),
+            cst(a.float("wd")?),
+            cst(a.float("rescale_grad")?),
+            cst(a.float("clip_gradient")?),
+            cst(a.float("wd_lh")?),
+        );
+        update_elementwise::<T, T, 1>(ctx.req[0], &ins[0], &ins[1], [&ins[2]], ["mom"], &outs[0], |w, g, s| {
+            s[0] = mu * s[0] - (C::one() - mu) * wd * w - (C::one() - mu) * rescaled(g, rs, cg);
+            (C::one() - lr * wd_lh) * w + lr * sign(s[0])
+        })
+    })
+}
+
+pub(super) fn register() {
+    registry::register(
+        update_op(
+            "signsgd_update",
+            "SignSGD update: weight = (1 - lr*wd)*weight - lr*sign(grad). Returns the new weight.",
+            &["weight", "grad"],
+            &[],
+        )
+        .attr(lr_attr())
+        .attr(wd_attr())
+        .attr(rescale_attr())
+        .attr(clip_attr())
+        .forward(signsgd),
+    );
+    registry::register(
+        update_op(
+            "signum_update",
+            "Signum update: mom = momentum*mom - (1-momentum)*(wd*weight + clip(rescale_grad*grad)); \
+             weight = (1 - lr*wd_lh)*weight + lr*sign(mom). Updates `mom` in place and returns the new weight.",
+            &["weight", "grad", "mom"],
+            &[2],
+        )
+        .attr(lr_attr())
+        .attr(momentum_attr())
+        .attr(wd_attr())
+        .attr(rescale_attr())
+        .attr(clip_attr())
+        .attr(AttrSpec::optional(
+            "wd_lh",
+            AttrKind::Float,
+            0.0,
+            "Decoupled weight decay (Loshchilov & Hutter), applied to the weight directly.",
+        ))
+        .forward(signum),
+    );
+}
