@@ -184,6 +184,10 @@ pub fn cases() -> Vec<Case> {
         case("LeakyReLU", &[("act_type", "elu"), ("slope", "0.7")], vec![m(&[2, 3])]),
         case("LeakyReLU", &[("act_type", "selu")], vec![m(&[2, 3])]),
         case("LeakyReLU", &[("act_type", "gelu")], vec![m(&[2, 3])]),
+        case("LeakyReLU", &[("act_type", "prelu")], vec![m(&[2, 3, 2]), m(&[3])]),
+        case("LeakyReLU", &[("act_type", "prelu")], vec![m(&[2, 3]), m(&[1])]),
+        // rrelu draws its slopes: seeded like Dropout below
+        case("LeakyReLU", &[("act_type", "rrelu"), ("lower_bound", "0.1")], vec![m(&[3, 4])]),
         // --- gradient helpers (registered operators with their own gradients, for higher order)
         case("_backward_relu", &[], vec![m(&[2, 3]), m(&[2, 3])]),
         case("_backward_sigmoid", &[], vec![m(&[2, 3]), uniform(&[2, 3], 0.05, 0.95)]),
@@ -289,6 +293,11 @@ pub fn cases() -> Vec<Case> {
         case("take", &[("axis", "1"), ("mode", "wrap")], vec![m(&[2, 3, 2]), idx(&[1., -1., 1.], &[3])]),
         // int32 indices: mixed dtypes in one node
         case("take", &[], vec![m(&[4, 3]), idx(&[3., 1.], &[2]).dtype(DType::I32)]),
+        case(
+            "Embedding",
+            &[("input_dim", "4"), ("output_dim", "3")],
+            vec![idx(&[2., 0., 2., 5.], &[2, 2]), m(&[4, 3])],
+        ),
         case("pick", &[("axis", "1")], vec![m(&[3, 4]), idx(&[2., 0., 3.], &[3])]),
         case(
             "pick",

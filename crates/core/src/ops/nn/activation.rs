@@ -1,9 +1,10 @@
 //! `Activation` (relu, sigmoid, tanh, softrelu, softsign) and `LeakyReLU`
-//! (leaky, elu, selu, gelu).
+//! (leaky, elu, selu, gelu here; prelu and rrelu in [`super::prelu`]).
 
-use super::{add, map_float, mul, scalar_op, unary};
+use super::{add, map_float, mul, prelu, scalar_op, unary};
 use crate::kernels::simd_math::scalar;
-use crate::{registry, AttrKind, AttrSpec, GradCtx, NDArray, OpContext, OpDef, Result};
+use crate::shape::Shape;
+use crate::{registry, AttrKind, AttrSpec, Attrs, GradCtx, NDArray, OpContext, OpDef, Result};
 
 const SELU_LAMBDA: f64 = 1.050_700_987_355_480_5;
 const SELU_ALPHA: f64 = 1.673_263_242_354_377_3;
@@ -98,6 +99,8 @@ fn leaky_forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Re
     let slope = ctx.attrs.float("slope")?;
     let s32 = slope as f32;
     match ctx.attrs.str("act_type")? {
+        "prelu" => prelu::prelu_forward(ctx, inputs, outputs),
+        "rrelu" => prelu::rrelu_forward(ctx, inputs, outputs),
         "leaky" => map_float(
             x,
             out,
@@ -140,6 +143,11 @@ fn leaky_forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Re
 }
 
 fn leaky_grad(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
+    match g.attrs.str("act_type")? {
+        "prelu" => return prelu::prelu_grad(g),
+        "rrelu" => return prelu::rrelu_grad(g),
+        _ => {}
+    }
     if !g.needs_grad[0] {
         return Ok(vec![None]);
     }
@@ -183,6 +191,29 @@ fn leaky_grad(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
     Ok(vec![Some(mul(og, &factor)?)])
 }
 
+/// LeakyReLU's arguments: `data`, plus `gamma` for prelu (as MXNet lists them).
+fn leaky_arguments(attrs: &Attrs) -> Result<Vec<String>> {
+    Ok(match attrs.str("act_type")? {
+        "prelu" => vec!["data".into(), "gamma".into()],
+        _ => vec!["data".into()],
+    })
+}
+
+/// LeakyReLU's outputs: `output`, plus `mask` (the slopes drawn) for rrelu.
+fn leaky_outputs(attrs: &Attrs) -> Result<Vec<String>> {
+    Ok(match attrs.str("act_type")? {
+        "rrelu" => vec!["output".into(), "mask".into()],
+        _ => vec!["output".into()],
+    })
+}
+
+fn leaky_infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+    match attrs.str("act_type")? {
+        "prelu" => prelu::infer_shape(ins, outs),
+        _ => crate::op::same_shape(attrs, ins, outs),
+    }
+}
+
 pub(super) fn register() {
     registry::register(
         OpDef::new("Activation")
@@ -200,11 +231,26 @@ pub(super) fn register() {
         OpDef::new("LeakyReLU")
             .doc(
                 "Leaky rectifiers: `leaky` (x > 0 ? x : slope·x), `elu` (x > 0 ? x : slope·(exp(x) - 1)), \
-                 `selu` (scaled elu with the fixed SELU constants) and `gelu` (x·Φ(x)).",
+                 `selu` (scaled elu with the fixed SELU constants), `gelu` (x·Φ(x)), `prelu` \
+                 (x > 0 ? x : gamma·x with a learnt second argument `gamma` laid over axis 1, or \
+                 axes 0 and 1, of the data; an unknown gamma is inferred as (data.shape[1],)) and \
+                 `rrelu` (a slope drawn uniformly in [lower_bound, upper_bound) per element in \
+                 train mode, their mean otherwise; a second output `mask` holds the slopes).",
             )
+            .arguments_fn(leaky_arguments)
+            .outputs_fn(leaky_outputs)
+            .arity_fn(|attrs| {
+                Ok(match attrs.str("act_type")? {
+                    "prelu" => [2, 0, 1],
+                    "rrelu" => [1, 0, 2],
+                    _ => [1, 0, 1],
+                })
+            })
+            .infer_shape(leaky_infer_shape)
+            .resource(crate::Resource::Random)
             .attr(AttrSpec::optional(
                 "act_type",
-                AttrKind::Choice(vec!["leaky", "elu", "selu", "gelu"]),
+                AttrKind::Choice(vec!["elu", "gelu", "leaky", "prelu", "rrelu", "selu"]),
                 "leaky",
                 "The activation function.",
             ))
@@ -213,13 +259,13 @@ pub(super) fn register() {
                 "lower_bound",
                 AttrKind::Float,
                 0.125,
-                "Lower bound of rrelu's slope (unused).",
+                "Lower bound of rrelu's random slope.",
             ))
             .attr(AttrSpec::optional(
                 "upper_bound",
                 AttrKind::Float,
                 0.334,
-                "Upper bound of rrelu's slope (unused).",
+                "Upper bound of rrelu's random slope.",
             ))
             .forward(leaky_forward)
             .grad_rule(leaky_grad),
@@ -335,7 +381,8 @@ mod tests {
         assert!(invoke1("Activation", &[&x], &[]).unwrap_err().to_string().contains("act_type"));
         let e = invoke1("Activation", &[&x], &[("act_type", "swish".into())]).unwrap_err().to_string();
         assert!(e.contains("act_type") && e.contains("relu"), "{e}");
-        assert!(invoke1("LeakyReLU", &[&x], &[("act_type", "rrelu".into())]).is_err());
+        let e = invoke1("LeakyReLU", &[&x], &[("act_type", "prelu".into())]).unwrap_err().to_string();
+        assert!(e.contains("LeakyReLU"), "{e}");
         let i = NDArray::from_vec(vec![1i32, -2], &[2]).unwrap();
         let e = invoke1("Activation", &[&i], &[("act_type", "relu".into())]).unwrap_err().to_string();
         assert!(e.contains("int32"), "{e}");

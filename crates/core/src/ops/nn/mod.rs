@@ -1,10 +1,12 @@
 //! Built-in operators: neural-network layers and helpers (softmax family,
-//! activations, dropout, pick / one_hot / where, softmax cross-entropy).
+//! activations, dropout, embedding, pick / one_hot / where, softmax cross-entropy).
 
 mod activation;
 mod dropout;
+mod embedding;
 mod indexing;
 mod loss;
+mod prelu;
 mod softmax;
 
 use crate::kernels::simd_math;
@@ -16,6 +18,7 @@ pub(crate) fn register() {
     softmax::register();
     activation::register();
     dropout::register();
+    embedding::register();
     indexing::register();
     loss::register();
 }
