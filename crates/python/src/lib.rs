@@ -14,6 +14,7 @@ mod dlpack;
 mod dtype;
 mod errors;
 mod indexing;
+mod init;
 mod invoke;
 mod library;
 mod numpy_interop;
@@ -63,5 +64,9 @@ fn _oxnet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(symbol::trace_function, m)?)?;
     m.add_function(wrap_pyfunction!(symbol::sym_optimize_for, m)?)?;
     m.add_function(wrap_pyfunction!(symbol::backend_names, m)?)?;
+    m.add_function(wrap_pyfunction!(init::init_fill, m)?)?;
+    m.add_function(wrap_pyfunction!(init::init_constant, m)?)?;
+    m.add_function(wrap_pyfunction!(init::init_canonical, m)?)?;
+    m.add_function(wrap_pyfunction!(init::init_names, m)?)?;
     Ok(())
 }
