@@ -1,23 +1,7 @@
 #!/usr/bin/env bash
-# Builds oxnet's Python package in release mode into .venv, makes the side
-# venvs for the comparison (PyTorch in .venv-bench, MXNet 1.9.1 in
-# .venv-mxnet; neither is a dependency of oxnet), and prints the table of
-# bench/graph.py.
+# Prints the table of bench/graph.py (after bench/side_envs.sh: oxnet built
+# in release mode, PyTorch and MXNet 1.9.1 in side venvs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -x .venv/bin/python ]; then
-    python3 -m venv .venv
-fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
-VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --release --quiet
-if [ ! -x .venv-bench/bin/python ]; then
-    python3 -m venv .venv-bench
-    .venv-bench/bin/python -m pip install --quiet torch "numpy<2" \
-        || echo "could not install PyTorch: its column is left out"
-fi
-if [ ! -x .venv-mxnet/bin/python ]; then
-    python3 -m venv .venv-mxnet
-    .venv-mxnet/bin/python -m pip install --quiet "mxnet==1.9.1" "numpy<1.24" \
-        || echo "could not install mxnet 1.9.1: its column is left out"
-fi
+bash bench/side_envs.sh
 .venv/bin/python bench/graph.py

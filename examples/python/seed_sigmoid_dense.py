@@ -1,12 +1,13 @@
-"""Seeds 001/003: the numpy Sigmoid and Dense custom operators, unchanged but
-for the import (the Gluon DenseBlock part waits for oxnet's Gluon layer).
+"""Seeds 001/003: the numpy Sigmoid and Dense custom operators and the Gluon
+DenseBlock that holds the Dense operator's weight, unchanged but for the
+import.
 
 Run: python examples/python/seed_sigmoid_dense.py
 """
 
 import numpy as np
 import oxnet as mx
-from oxnet import autograd
+from oxnet import gluon, autograd
 
 
 class Sigmoid(mx.operator.CustomOp):
@@ -110,6 +111,17 @@ class DenseProp(mx.operator.CustomOpProp):
         return Dense(self._bias)
 
 
+class DenseBlock(mx.gluon.Block):
+    def __init__(self, in_channels, channels, bias, **kwargs):
+        super(DenseBlock, self).__init__(**kwargs)
+        self._bias = bias
+        self.weight = self.params.get('weight', shape=(channels, in_channels))
+
+    def forward(self, x):
+        ctx = x.context
+        return mx.nd.Custom(x, self.weight.data(ctx), bias=self._bias, op_type='dense')
+
+
 def main():
     x = mx.nd.array([0, 1, 2, 3])
     # attach gradient buffer to x for autograd
@@ -124,12 +136,12 @@ def main():
     # gradient is now saved to the grad buffer we attached previously
     print(x.grad)
 
-    # the seed's Dense, called directly (its DenseBlock needs oxnet's Gluon layer)
-    weight = mx.nd.uniform(shape=(5, 3))
+    dense = DenseBlock(3, 5, 0.1)
+    dense.initialize()
     x = mx.nd.uniform(shape=(4, 3))
-    y = mx.nd.Custom(x, weight, bias=0.1, op_type='dense')
+    y = dense(x)
     print(y)
-    return y
+    return dense, x, y
 
 
 if __name__ == "__main__":

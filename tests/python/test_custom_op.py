@@ -32,8 +32,12 @@ def test_seed_dense_kwargs_arrive_as_strings_and_numbers_match():
     w = rng.uniform(size=(5, 3)).astype(np.float32)
     y = nd.Custom(nd.array(a), nd.array(w), bias=0.1, op_type="dense")
     np.testing.assert_allclose(y.asnumpy(), a @ w.T + 0.1, rtol=1e-5)
-    # the seed's main() runs as written
-    assert seed_sigmoid_dense.main().shape == (4, 5)
+    # the seed's main() runs as written: its Gluon DenseBlock holds the weight
+    dense, x, y = seed_sigmoid_dense.main()
+    w = dense.weight.data().asnumpy()
+    assert dense.weight.name == dense.prefix + "weight" and w.shape == (5, 3)
+    assert np.all(np.abs(w) <= 0.07)  # the default initializer, Uniform(0.07)
+    np.testing.assert_allclose(y.asnumpy(), x.asnumpy() @ w.T + 0.1, rtol=1e-5)
 
 
 def test_seed_softmax_gives_cross_entropy_gradient():

@@ -30,6 +30,21 @@ fn pick_shape(data: &[usize], attrs: &Attrs) -> Result<Shape> {
     Ok(s)
 }
 
+/// Checks (or fills) the shape of `pick`'s index: the data's shape without
+/// the picked axis, or, with `keepdims`, also with that axis kept as 1 (as
+/// MXNet accepts both: Gluon's losses pass `(N,)` labels with `keepdims`).
+fn check_index_slot(slot: &mut Option<Shape>, data: &[usize], attrs: &Attrs, op: &str) -> Result<()> {
+    let axis = pick_axis(attrs, data.len())?;
+    let mut reduced = Shape::from_slice(data);
+    reduced.remove(axis);
+    if let Some(have) = slot {
+        if attrs.bool("keepdims")? && *have == pick_shape(data, attrs)? {
+            return Ok(());
+        }
+    }
+    check_slot(slot, reduced, "index", op)
+}
+
 /// Index values as positions along an axis of length `n` (clip or wrap).
 fn positions(index: &NDArray, n: usize, wrap: bool) -> Result<Vec<usize>> {
     let vals = index.to_vec::<f64>()?;
@@ -195,9 +210,8 @@ pub(super) fn register() {
                 let Some(data) = ins[0].clone() else {
                     return Ok(());
                 };
-                let s = pick_shape(&data, attrs)?;
-                check_slot(&mut ins[1], s.clone(), "index", "pick")?;
-                check_slot(&mut outs[0], s, "output", "pick")
+                check_index_slot(&mut ins[1], &data, attrs, "pick")?;
+                check_slot(&mut outs[0], pick_shape(&data, attrs)?, "output", "pick")
             })
             .infer_type(|_, ins, outs| {
                 outs[0] = ins[0];
@@ -214,9 +228,8 @@ pub(super) fn register() {
                 let Some(data) = ins[2].clone() else {
                     return Ok(());
                 };
-                let s = pick_shape(&data, attrs)?;
-                check_slot(&mut ins[0], s.clone(), "ograd", "_backward_pick")?;
-                check_slot(&mut ins[1], s, "index", "_backward_pick")?;
+                check_slot(&mut ins[0], pick_shape(&data, attrs)?, "ograd", "_backward_pick")?;
+                check_index_slot(&mut ins[1], &data, attrs, "_backward_pick")?;
                 check_slot(&mut outs[0], data, "output", "_backward_pick")
             })
             .infer_type(|_, ins, outs| {

@@ -1,0 +1,188 @@
+"""Gluon layers and losses against numpy, imperative and hybridized."""
+
+import numpy as np
+import pytest
+
+import oxnet as mx
+from oxnet import autograd, gluon, nd
+from oxnet.gluon import nn
+
+RNG = np.random.default_rng(5)
+X = RNG.uniform(-2, 2, (4, 6)).astype(np.float32)
+
+
+def _both(block, *inputs):
+    """The block's output imperative and hybridized (must agree)."""
+    block.initialize()
+    arrays = [nd.array(a) for a in inputs]
+    imperative = block(*arrays).asnumpy()
+    block.hybridize()
+    hybrid = block(*arrays).asnumpy()
+    np.testing.assert_allclose(hybrid, imperative, rtol=1e-6, atol=1e-7)
+    return imperative
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+@pytest.mark.parametrize("block, reference", [
+    (lambda: nn.Activation("relu"), lambda x: np.maximum(x, 0)),
+    (lambda: nn.Activation("tanh"), np.tanh),
+    (lambda: nn.Activation("sigmoid"), _sigmoid),
+    (lambda: nn.Activation("softrelu"), lambda x: np.log1p(np.exp(x))),
+    (lambda: nn.LeakyReLU(0.1), lambda x: np.where(x > 0, x, 0.1 * x)),
+    (lambda: nn.ELU(0.5), lambda x: np.where(x > 0, x, 0.5 * (np.exp(x) - 1))),
+    (lambda: nn.SELU(), lambda x: 1.0507009873554805 * np.where(x > 0, x, 1.6732632423543772 * (np.exp(x) - 1))),
+    (lambda: nn.Swish(2.0), lambda x: x * _sigmoid(2 * x)),
+    (lambda: nn.Flatten(), lambda x: x.reshape(len(x), -1)),
+    (lambda: nn.Identity(), lambda x: x),
+    (lambda: nn.HybridLambda(lambda F, x: F.exp(x) * 2), lambda x: np.exp(x) * 2),
+    (lambda: nn.HybridLambda("tanh"), np.tanh),
+])
+def test_activation_layers_match_numpy(block, reference):
+    np.testing.assert_allclose(_both(block(), X), reference(X), rtol=1e-5, atol=1e-6)
+
+
+def test_gelu_matches_erf_form():
+    from math import erf
+    expected = np.vectorize(lambda v: 0.5 * v * (1 + erf(v / np.sqrt(2))))(X)
+    np.testing.assert_allclose(_both(nn.GELU(), X), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_dropout_is_identity_in_predict_mode_and_scales_in_train_mode():
+    layer = nn.Dropout(0.5)
+    x = nd.ones((200, 50))
+    np.testing.assert_array_equal(layer(x).asnumpy(), 1.0)
+    with autograd.record(train_mode=True):
+        y = layer(x).asnumpy()
+    assert set(np.unique(y)) <= {0.0, 2.0}
+    assert 0.4 < (y == 0).mean() < 0.6
+
+
+def test_dense_without_flatten_applies_to_last_axis():
+    layer = nn.Dense(3, flatten=False, in_units=6, use_bias=False)
+    out = _both(layer, X.reshape(2, 2, 6))
+    w = layer.weight.data().asnumpy()
+    np.testing.assert_allclose(out, X.reshape(2, 2, 6) @ w.T, rtol=1e-5)
+
+
+def test_sequential_and_lambda_blocks():
+    net = nn.Sequential()
+    net.add(nn.Dense(3, in_units=6), nn.Lambda("relu"), nn.Lambda(lambda x: x * 3))
+    net.initialize()
+    w, b = net[0].weight.data().asnumpy(), net[0].bias.data().asnumpy()
+    np.testing.assert_allclose(net(nd.array(X)).asnumpy(), np.maximum(X @ w.T + b, 0) * 3, rtol=1e-5)
+    with pytest.raises(mx.MXNetError, match="not found"):
+        nn.Lambda("no_such_function")
+
+
+def _loss(block, *inputs):
+    return _both(block, *inputs)
+
+
+PRED = RNG.uniform(-2, 2, (4, 3)).astype(np.float32)
+TARGET = RNG.uniform(-1, 1, (4, 3)).astype(np.float32)
+SIGNS = np.sign(RNG.uniform(-1, 1, (4, 3))).astype(np.float32)
+
+
+def test_l2_and_l1_losses():
+    np.testing.assert_allclose(_loss(gluon.loss.L2Loss(), PRED, TARGET), (0.5 * (PRED - TARGET) ** 2).mean(1),
+                               rtol=1e-5)
+    np.testing.assert_allclose(_loss(gluon.loss.L1Loss(weight=2.0), PRED, TARGET),
+                               (2 * np.abs(PRED - TARGET)).mean(1), rtol=1e-5)
+
+
+def test_l2_loss_with_sample_weight():
+    weights = np.array([[1.0], [0.0], [2.0], [0.5]], dtype=np.float32)
+    expected = (0.5 * (PRED - TARGET) ** 2 * weights).mean(1)
+    np.testing.assert_allclose(_loss(gluon.loss.L2Loss(), PRED, TARGET, weights), expected, rtol=1e-5)
+
+
+def _log_softmax(x, axis=-1):
+    z = x - x.max(axis=axis, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
+
+
+def test_softmax_cross_entropy_sparse_and_dense_labels():
+    labels = np.array([0, 2, 1, 2], dtype=np.float32)
+    expected = -_log_softmax(PRED)[np.arange(4), labels.astype(int)]
+    np.testing.assert_allclose(_loss(gluon.loss.SoftmaxCrossEntropyLoss(), PRED, labels), expected, rtol=1e-5)
+    dense = np.eye(3, dtype=np.float32)[labels.astype(int)]
+    np.testing.assert_allclose(_loss(gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=False), PRED, dense),
+                               expected, rtol=1e-5)
+    logp = _log_softmax(PRED)
+    np.testing.assert_allclose(_loss(gluon.loss.SoftmaxCELoss(from_logits=True), logp, labels), expected,
+                               rtol=1e-5)
+
+
+def test_softmax_cross_entropy_gradient_is_softmax_minus_onehot():
+    labels = nd.array([0, 2, 1, 2])
+    pred = nd.array(PRED)
+    pred.attach_grad()
+    with autograd.record():
+        loss = gluon.loss.SoftmaxCrossEntropyLoss()(pred, labels)
+    loss.backward()
+    p = np.exp(_log_softmax(PRED))
+    np.testing.assert_allclose(pred.grad.asnumpy(), p - np.eye(3)[[0, 2, 1, 2]], rtol=1e-5, atol=1e-6)
+
+
+def test_sigmoid_bce_from_logits_and_from_sigmoid():
+    labels = (SIGNS > 0).astype(np.float32)
+    p = _sigmoid(PRED)
+    expected = -(labels * np.log(p) + (1 - labels) * np.log(1 - p)).mean(1)
+    np.testing.assert_allclose(_loss(gluon.loss.SigmoidBinaryCrossEntropyLoss(), PRED, labels), expected,
+                               rtol=1e-5)
+    np.testing.assert_allclose(_loss(gluon.loss.SigmoidBCELoss(from_sigmoid=True), p, labels), expected,
+                               rtol=1e-4)
+
+
+def test_sigmoid_bce_with_pos_weight():
+    labels = (SIGNS > 0).astype(np.float32)
+    pos_weight = np.array([[2.0, 1.0, 0.5]], dtype=np.float32)
+    p = _sigmoid(PRED)
+    expected = -(pos_weight * labels * np.log(p) + (1 - labels) * np.log(1 - p)).mean(1)
+    loss = gluon.loss.SigmoidBinaryCrossEntropyLoss()
+    loss.initialize()
+    got = loss(nd.array(PRED), nd.array(labels), None, nd.array(pos_weight)).asnumpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+
+
+def test_kl_div_huber_hinge_logistic():
+    target = np.exp(_log_softmax(TARGET))
+    logp = _log_softmax(PRED)
+    np.testing.assert_allclose(_loss(gluon.loss.KLDivLoss(), logp, target),
+                               (target * (np.log(target + 1e-12) - logp)).mean(1), rtol=1e-5)
+    err = np.abs(PRED - TARGET)
+    huber = np.where(err > 1, err - 0.5, 0.5 * err ** 2)
+    np.testing.assert_allclose(_loss(gluon.loss.HuberLoss(), PRED, TARGET), huber.mean(1), rtol=1e-5)
+    hinge = np.maximum(0, 1 - PRED * SIGNS)
+    np.testing.assert_allclose(_loss(gluon.loss.HingeLoss(), PRED, SIGNS), hinge.mean(1), rtol=1e-5)
+    np.testing.assert_allclose(_loss(gluon.loss.SquaredHingeLoss(), PRED, SIGNS), (hinge ** 2).mean(1),
+                               rtol=1e-5)
+    np.testing.assert_allclose(_loss(gluon.loss.LogisticLoss(), PRED, SIGNS),
+                               np.log1p(np.exp(-PRED * SIGNS)).mean(1), rtol=1e-5)
+    binary = (SIGNS > 0).astype(np.float32)
+    np.testing.assert_allclose(_loss(gluon.loss.LogisticLoss(label_format="binary"), PRED, binary),
+                               np.log1p(np.exp(-PRED * SIGNS)).mean(1), rtol=1e-5)
+    with pytest.raises(ValueError, match="label_format"):
+        gluon.loss.LogisticLoss(label_format="other")
+
+
+def test_triplet_poisson_cosine():
+    pos, neg = TARGET, TARGET[::-1].copy()
+    triplet = np.maximum(((pos - PRED) ** 2).sum(1) - ((neg - PRED) ** 2).sum(1) + 1, 0)
+    np.testing.assert_allclose(_loss(gluon.loss.TripletLoss(), PRED, pos, neg), triplet, rtol=1e-5)
+    counts = np.abs(np.round(TARGET * 3)).astype(np.float32)
+    poisson = (np.exp(PRED) - counts * PRED).mean()
+    np.testing.assert_allclose(_loss(gluon.loss.PoissonNLLLoss(), PRED, counts), poisson, rtol=1e-5)
+    labels = np.array([1, -1, 1, -1], dtype=np.float32)
+    cos = (PRED * TARGET).sum(1) / (np.linalg.norm(PRED, axis=1) * np.linalg.norm(TARGET, axis=1))
+    expected = np.where(labels == 1, 1 - cos, np.maximum(0, cos))
+    np.testing.assert_allclose(_loss(gluon.loss.CosineEmbeddingLoss(), PRED, TARGET, labels).reshape(-1),
+                               expected, rtol=1e-5, atol=1e-6)
+
+
+def test_ctc_loss_says_the_operator_is_missing():
+    with pytest.raises(mx.MXNetError, match="CTCLoss operator"):
+        gluon.loss.CTCLoss()
