@@ -372,3 +372,39 @@ def test_in_and_out_data_are_the_engines_buffers():
     y = nd.Custom(x, op_type="doubler")
     np.testing.assert_allclose(y.asnumpy(), [[2, 4], [6, 8]])
     assert seen["input_writeable"] is False
+
+
+def test_backward_sees_req_add_for_a_variable_with_grad_req_add():
+    seen = []
+
+    class Square(mx.operator.CustomOp):
+        def forward(self, is_train, req, in_data, out_data, aux):
+            self.assign(out_data[0], req[0], in_data[0] * in_data[0])
+
+        def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+            seen.append(req[0])
+            self.assign(in_grad[0], req[0], 2 * in_data[0] * out_grad[0])
+
+    @mx.operator.register("square_req_probe")
+    class SquareProp(mx.operator.CustomOpProp):
+        def __init__(self):
+            super().__init__(True)
+
+        def create_operator(self, ctx, in_shapes, in_dtypes):
+            return Square()
+
+    x = nd.array([1.0, 2.0])
+    x.attach_grad(grad_req="add")
+    for _ in range(2):
+        with autograd.record():
+            y = nd.Custom(x, op_type="square_req_probe") + x  # a second path into x accumulates too
+        y.backward()
+    assert seen == ["add", "add"]
+    np.testing.assert_allclose(x.grad.asnumpy(), 2 * (2 * np.array([1.0, 2.0]) + 1))
+    w = nd.array([3.0])
+    w.attach_grad()
+    with autograd.record():
+        z = nd.Custom(w, op_type="square_req_probe")
+    z.backward()
+    assert seen[-1] == "write"
+    np.testing.assert_allclose(w.grad.asnumpy(), [6.0])

@@ -190,7 +190,10 @@ impl Default for BackwardOptions {
 /// stores the gradients of every reached variable into its gradient buffer,
 /// honouring its request (`write` overwrites, `add` accumulates).
 pub fn backward(heads: &[&NDArray], head_grads: &[Option<&NDArray>], opts: BackwardOptions) -> Result<()> {
-    let grads = run(heads, head_grads, opts)?;
+    let grads = run(heads, head_grads, opts, true)?;
+    for var in &grads.added_in_place {
+        var.fresh.store(true, Ordering::Release);
+    }
     for (var, g) in grads.vars.values() {
         let Some(buf) = &var.grad else { continue };
         match var.req {
@@ -226,7 +229,7 @@ pub fn grad(
             }
         }
     }
-    let grads = run(heads, head_grads, opts)?;
+    let grads = run(heads, head_grads, opts, false)?;
     keys.iter()
         .zip(variables)
         .map(|(k, v)| match grads.all.get(k) {
@@ -241,6 +244,8 @@ struct Gradients {
     all: HashMap<(usize, usize), NDArray>,
     /// Gradients of variables, with the variable.
     vars: HashMap<usize, (Arc<Variable>, NDArray)>,
+    /// Variables whose buffers a backward kernel already added into.
+    added_in_place: Vec<Arc<Variable>>,
 }
 
 fn accumulate(grads: &mut Gradients, entry: &AgEntry, g: NDArray) -> Result<()> {
@@ -288,7 +293,16 @@ fn reverse_topo(heads: &[AgEntry]) -> Vec<Arc<Node>> {
     order
 }
 
-fn run(heads: &[&NDArray], head_grads: &[Option<&NDArray>], opts: BackwardOptions) -> Result<Gradients> {
+/// Runs the backward pass. With `into_buffers` (a `backward` call, not
+/// `autograd.grad`), a backward kernel whose input is a variable with
+/// `grad_req='add'` adds into that variable's buffer itself (it sees
+/// request `add`, as MXNet's operators do).
+fn run(
+    heads: &[&NDArray],
+    head_grads: &[Option<&NDArray>],
+    opts: BackwardOptions,
+    into_buffers: bool,
+) -> Result<Gradients> {
     if !head_grads.is_empty() && head_grads.len() != heads.len() {
         return Err(Error::Autograd(format!(
             "{} heads but {} head gradients",
@@ -311,7 +325,7 @@ fn run(heads: &[&NDArray], head_grads: &[Option<&NDArray>], opts: BackwardOption
         mode::set_training(opts.train_mode);
     }
 
-    let mut grads = Gradients { all: HashMap::new(), vars: HashMap::new() };
+    let mut grads = Gradients { all: HashMap::new(), vars: HashMap::new(), added_in_place: Vec::new() };
     for (i, (h, e)) in heads.iter().zip(&entries).enumerate() {
         let g = match head_grads.get(i).copied().flatten() {
             Some(g) => {
@@ -349,7 +363,29 @@ fn run(heads: &[&NDArray], head_grads: &[Option<&NDArray>], opts: BackwardOption
         if !needs.iter().any(|n| *n) {
             continue;
         }
-        let in_grads = node_gradient(node, out_grads, &needs, opts).map_err(|e| e.in_op(&node.op.name))?;
+        // Variables with grad_req 'add' that a backward kernel adds into directly.
+        let add_into: Vec<Option<Arc<Variable>>> = node
+            .parents
+            .iter()
+            .map(|p| match p {
+                Some(AgEntry::Var(v))
+                    if into_buffers
+                        && v.req == Req::Add
+                        && v.grad.is_some()
+                        && matches!(node.op.gradient, Gradient::Kernel { .. }) =>
+                {
+                    Some(v.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        let in_grads =
+            node_gradient(node, out_grads, &needs, &add_into, opts).map_err(|e| e.in_op(&node.op.name))?;
+        for v in add_into.iter().flatten() {
+            if !grads.added_in_place.iter().any(|w| Arc::ptr_eq(w, v)) {
+                grads.added_in_place.push(v.clone());
+            }
+        }
         for (i, g) in in_grads.into_iter().enumerate() {
             if let (Some(g), Some(parent), true) = (g, &node.parents[i], needs[i]) {
                 accumulate(&mut grads, parent, g)?;
@@ -365,11 +401,14 @@ fn run(heads: &[&NDArray], head_grads: &[Option<&NDArray>], opts: BackwardOption
     Ok(grads)
 }
 
-/// Applies one node's gradient.
+/// Applies one node's gradient. A backward kernel adds the gradients of
+/// inputs listed in `add_into` straight into those variables' buffers
+/// (request `add`) and returns `None` for them.
 fn node_gradient(
     node: &Arc<Node>,
     out_grads: Vec<Option<NDArray>>,
     needs: &[bool],
+    add_into: &[Option<Arc<Variable>>],
     opts: BackwardOptions,
 ) -> Result<Vec<Option<NDArray>>> {
     let (saved_in, saved_out) = {
@@ -456,6 +495,12 @@ fn node_gradient(
             let mut in_grads = Vec::with_capacity(n_in);
             let mut reqs = Vec::with_capacity(n_in);
             for (i, need) in needs.iter().enumerate() {
+                let direct = add_into.get(i).and_then(|v| v.as_ref()).and_then(|v| v.grad.clone());
+                if let (Some(buf), true) = (direct, *need) {
+                    in_grads.push(buf);
+                    reqs.push(Req::Add);
+                    continue;
+                }
                 let (shape, dtype) = &node.in_meta[i];
                 in_grads.push(NDArray::zeros(shape, *dtype, node.device)?);
                 reqs.push(if *need { Req::Write } else { Req::Null });
@@ -475,7 +520,12 @@ fn node_gradient(
                 Ok(r) => r?,
                 Err(p) => return Err(Error::Panic(dispatch::panic_message(p.as_ref()))),
             }
-            Ok(in_grads.into_iter().zip(needs).map(|(g, n)| n.then_some(g)).collect())
+            Ok(in_grads
+                .into_iter()
+                .zip(needs)
+                .zip(&reqs)
+                .map(|((g, n), r)| (*n && *r != Req::Add).then_some(g))
+                .collect())
         }
     }
 }
