@@ -9,7 +9,7 @@ from . import _oxnet
 
 __all__ = [
     "record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
-    "set_recording", "set_training", "backward", "grad", "mark_variables",
+    "set_recording", "set_training", "backward", "grad", "mark_variables", "Function",
 ]
 
 
@@ -95,3 +95,88 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
 def mark_variables(variables, gradients, grad_reqs="write"):
     """Marks arrays as variables whose gradients go into ``gradients``."""
     _oxnet.mark_variables(variables, gradients, grad_reqs)
+
+
+class Function:
+    """A differentiable function written as a forward/backward pair in
+    Python (MXNet's ``autograd.Function``)::
+
+        class Sigmoid(mx.autograd.Function):
+            def forward(self, x):
+                y = 1 / (1 + mx.nd.exp(-x))
+                self.save_for_backward(y)
+                return y
+
+            def backward(self, dy):
+                y, = self.saved_tensors
+                return dy * y * (1 - y)
+
+        y = Sigmoid()(x)      # under autograd.record(), recorded as one node
+
+    ``forward`` takes and returns NDArrays (one or a tuple); ``backward``
+    gets one gradient per output and returns one per input. An instance is
+    called once.
+    """
+
+    _count = 0
+
+    def __init__(self):
+        self._used = False
+        self.saved_tensors = ()
+
+    def save_for_backward(self, *args):
+        """Keeps arrays for ``backward`` (as ``self.saved_tensors``)."""
+        self.saved_tensors = args
+
+    def forward(self, *inputs):
+        """The computation; subclasses override it."""
+        raise NotImplementedError
+
+    def backward(self, *output_grads):
+        """The gradients of the inputs; subclasses override it."""
+        raise NotImplementedError
+
+    def __call__(self, *inputs):
+        from .base import MXNetError  # pylint: disable=import-outside-toplevel
+        from .ndarray import NDArray  # pylint: disable=import-outside-toplevel
+
+        if self._used:
+            raise MXNetError(f"{type(self).__name__}: each Function instance can only be called once; "
+                             "create a new instance for each call")
+        self._used = True
+        with pause():
+            outputs = self.forward(*inputs)
+        single = isinstance(outputs, NDArray)
+        outs = (outputs,) if single else tuple(outputs)
+        if not is_recording():
+            return outputs
+        for o in outs:
+            if not isinstance(o, NDArray):
+                raise MXNetError(f"{type(self).__name__}.forward must return NDArrays, got {type(o).__name__}")
+        Function._count += 1
+        name = f"_function_{type(self).__name__}_{Function._count}"
+        cache = {}
+
+        def grad_of(index):
+            def grad(_outputs, _inputs, out_grads):
+                if index in cache.setdefault("served", set()) or "grads" not in cache:
+                    with pause():
+                        result = self.backward(*out_grads)
+                    result = (result,) if isinstance(result, NDArray) else tuple(result)
+                    if len(result) != len(inputs):
+                        raise MXNetError(f"{type(self).__name__}.backward returned {len(result)} gradients for "
+                                         f"{len(inputs)} inputs")
+                    cache["grads"], cache["served"] = result, set()
+                cache["served"].add(index)
+                return cache["grads"][index]
+            return grad
+
+        arguments = [f"in{i}" for i in range(len(inputs))]
+        _oxnet.register_function(name, arguments, lambda _ins: list(outs), [grad_of(i) for i in range(len(inputs))],
+                                 type(self).__doc__ or "", [f"out{i}" for i in range(len(outs))])
+        try:
+            recorded = _oxnet.invoke(_oxnet.op_handle(name), tuple(inputs), None)
+        finally:
+            _oxnet.unregister_function(name)
+        recorded = recorded if isinstance(recorded, (list, tuple)) else [recorded]
+        return recorded[0] if single else tuple(recorded)

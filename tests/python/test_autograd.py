@@ -112,3 +112,58 @@ def test_numeric_gradient_helpers_on_builtin_operators():
     mx.test_utils.assert_almost_equal(nd.array(x, dtype="float64"), x)
     with pytest.raises(AssertionError):
         mx.test_utils.assert_almost_equal(nd.array(x) * 2, x)
+
+
+class _Sigmoid(mx.autograd.Function):
+    def forward(self, x):
+        y = 1 / (1 + mx.nd.exp(-x))
+        self.save_for_backward(y)
+        return y
+
+    def backward(self, dy):
+        y, = self.saved_tensors
+        return dy * y * (1 - y)
+
+
+class _SplitMul(mx.autograd.Function):
+    """Two inputs, two outputs: (a * b, a + b)."""
+
+    def forward(self, a, b):
+        self.save_for_backward(a, b)
+        return a * b, a + b
+
+    def backward(self, d_prod, d_sum):
+        a, b = self.saved_tensors
+        return d_prod * b + d_sum, d_prod * a + d_sum
+
+
+def test_autograd_function_forward_and_backward():
+    a = np.array([-1.0, 0.0, 2.0], dtype=np.float32)
+    x = mx.nd.array(a)
+    x.attach_grad()
+    with mx.autograd.record():
+        y = _Sigmoid()(x)
+        z = (y * 3).sum()
+    z.backward()
+    s = 1 / (1 + np.exp(-a))
+    np.testing.assert_allclose(y.asnumpy(), s, rtol=1e-6)
+    np.testing.assert_allclose(x.grad.asnumpy(), 3 * s * (1 - s), rtol=1e-5)
+
+
+def test_autograd_function_with_several_inputs_and_outputs():
+    a, b = mx.nd.array([1.0, 2.0]), mx.nd.array([3.0, 5.0])
+    a.attach_grad()
+    b.attach_grad()
+    with mx.autograd.record():
+        prod, total = _SplitMul()(a, b)
+        loss = (prod * 2 + total).sum()
+    loss.backward()
+    np.testing.assert_allclose(a.grad.asnumpy(), [2 * 3 + 1, 2 * 5 + 1])
+    np.testing.assert_allclose(b.grad.asnumpy(), [2 * 1 + 1, 2 * 2 + 1])
+
+
+def test_autograd_function_instance_is_called_once():
+    f = _Sigmoid()
+    f(mx.nd.ones((2,)))
+    with pytest.raises(mx.MXNetError, match="only be called once"):
+        f(mx.nd.ones((2,)))

@@ -271,16 +271,19 @@ pub fn registered_props() -> Vec<String> {
     custom::registered_names()
 }
 
-/// Registers a function-style operator (`oxnet.customop`): `forward(inputs)`
-/// returns the output arrays; `grads[i]`, when not None, is
+/// Registers a function-style operator (`oxnet.customop`,
+/// `autograd.Function`): `forward(inputs)` returns the output arrays (named
+/// `outputs`, one `output` by default); `grads[i]`, when not None, is
 /// `grad(outputs, inputs, out_grads)` returning argument i's gradient.
 #[pyfunction]
+#[pyo3(signature = (name, arguments, forward, grads, doc, outputs=None))]
 pub fn register_function(
     name: &str,
     arguments: Vec<String>,
     forward: Py<PyAny>,
     grads: Vec<Option<Py<PyAny>>>,
     doc: &str,
+    outputs: Option<Vec<String>>,
 ) {
     let args: Vec<&str> = arguments.iter().map(String::as_str).collect();
     let forward = Arc::new(forward);
@@ -292,6 +295,9 @@ pub fn register_function(
         .map_err(py_err)
     })
     .doc(doc);
+    if let Some(outputs) = &outputs {
+        op = op.outputs(&outputs.iter().map(String::as_str).collect::<Vec<_>>());
+    }
     for (i, g) in grads.into_iter().enumerate() {
         let Some(g) = g else { continue };
         let g = Arc::new(g);
@@ -310,4 +316,11 @@ pub fn register_function(
     // a new gradient re-defines the same function: replace it without the registry's warning
     oxnet_core::registry::unregister(name);
     op.register();
+}
+
+/// Removes a function-style operator from the registry (arrays recorded
+/// through it keep what their gradients need).
+#[pyfunction]
+pub fn unregister_function(name: &str) {
+    oxnet_core::registry::unregister(name);
 }
