@@ -16,6 +16,7 @@ mod errors;
 mod indexing;
 mod init;
 mod invoke;
+mod io;
 mod library;
 mod numpy_interop;
 mod symbol;
@@ -64,6 +65,10 @@ fn _oxnet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(symbol::trace_function, m)?)?;
     m.add_function(wrap_pyfunction!(symbol::sym_optimize_for, m)?)?;
     m.add_function(wrap_pyfunction!(symbol::backend_names, m)?)?;
+    m.add_function(wrap_pyfunction!(io::params_save, m)?)?;
+    m.add_function(wrap_pyfunction!(io::params_load, m)?)?;
+    m.add_function(wrap_pyfunction!(io::params_load_frombuffer, m)?)?;
+    m.add_function(wrap_pyfunction!(io::params_to_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(init::init_fill, m)?)?;
     m.add_function(wrap_pyfunction!(init::init_constant, m)?)?;
     m.add_function(wrap_pyfunction!(init::init_canonical, m)?)?;

@@ -16,6 +16,7 @@ from ._ops import refresh as _refresh_ops
 __all__ = [
     "NDArray", "array", "zeros", "ones", "full", "empty", "arange", "waitall",
     "uniform", "normal", "random_uniform", "random_normal", "random", "invoke", "CachedOp",
+    "save", "load", "load_frombuffer", "save_safetensors", "load_safetensors",
 ]
 
 
@@ -73,6 +74,8 @@ random_uniform = random.uniform
 random_normal = random.normal
 
 _refresh_ops(globals())
+
+from .utils import save, load, load_frombuffer, save_safetensors, load_safetensors  # noqa: E402
 
 
 class CachedOp:

@@ -131,7 +131,7 @@ pub(crate) fn parse(bytes: &[u8]) -> std::result::Result<ParamList, String> {
     // The smallest record oxnet accepts (a pre-V1 one of one axis) has 20 bytes.
     if count > (r.left() / 20) as u64 {
         return Err(format!(
-            "the file claims {count} arrays, more than the {} bytes left after byte {} can hold",
+            "truncated or corrupt: the file claims {count} arrays, but only {} bytes follow byte {}",
             r.left(),
             r.pos
         ));
