@@ -51,6 +51,7 @@ fn _oxnet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(custom::unregister_prop, m)?)?;
     m.add_function(wrap_pyfunction!(custom::registered_props, m)?)?;
     m.add_function(wrap_pyfunction!(custom::register_function, m)?)?;
+    m.add_function(wrap_pyfunction!(custom::unregister_function, m)?)?;
     m.add_function(wrap_pyfunction!(check::check_op, m)?)?;
     m.add_function(wrap_pyfunction!(library::load_library, m)?)?;
     m.add_class::<symbol::SymbolHandle>()?;

@@ -15,6 +15,7 @@ pub use mode::{
     train_mode, ModeGuard,
 };
 pub use tape::{
-    attach_grad, backward, fresh_grad, grad, grad_of, grad_req_of, mark_variables, set_fresh_grad, BackwardOptions,
+    attach_grad, backward, fresh_grad, grad, grad_of, grad_req_of, mark_variables, set_fresh_grad,
+    BackwardOptions,
 };
 pub(crate) use tape::{record_node, AgEntry};
