@@ -399,6 +399,8 @@ class HybridBlock(Block):
         self._out_format = None
         self._active = False
         self._flags = []
+        self._backend = None
+        self._backend_opts = {}
 
     def __setattr__(self, name, value):
         super().__setattr__(name, value)
