@@ -186,3 +186,22 @@ def test_triplet_poisson_cosine():
 def test_ctc_loss_says_the_operator_is_missing():
     with pytest.raises(mx.MXNetError, match="CTCLoss operator"):
         gluon.loss.CTCLoss()
+
+
+def test_prelu_and_embedding_layers():
+    prelu = nn.PReLU(in_channels=6)
+    out = _both(prelu, X)
+    np.testing.assert_allclose(out, np.where(X > 0, X, 0.25 * X), rtol=1e-6)
+    emb = nn.Embedding(5, 3)
+    idx = np.array([[0, 4], [2, 2]], dtype=np.float32)
+    out = _both(emb, idx)
+    np.testing.assert_array_equal(out, emb.weight.data().asnumpy()[idx.astype(int)])
+
+
+def test_wrong_input_shape_names_the_block():
+    net = nn.HybridSequential(prefix="net_")
+    with net.name_scope():
+        net.add(nn.Dense(3, in_units=4))
+    net.initialize()
+    with pytest.raises(mx.MXNetError, match="net: net_dense0: .*FullyConnected.*weight has shape"):
+        net(nd.ones((2, 5)))

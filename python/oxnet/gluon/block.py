@@ -135,6 +135,17 @@ def _regroup(args, fmt):
     return out, args
 
 
+def _naming_errors(block, fn, args):
+    """Calls ``fn(*args)``; an engine error gets the block's name in front
+    (``hybridsequential0: dense1: operator FullyConnected: ...``)."""
+    try:
+        return fn(*args)
+    except MXNetError as e:
+        if str(e).startswith(f"{block.name}:"):
+            raise
+        raise type(e)(f"{block.name}: {e}") from e
+
+
 class Block:
     """Base class of all layers and models.
 
@@ -335,7 +346,7 @@ class Block:
     def __call__(self, *args):
         for hook in list(self._forward_pre_hooks.values()):
             hook(self, args)
-        out = self.forward(*args)
+        out = _naming_errors(self, self.forward, args)
         for hook in list(self._forward_hooks.values()):
             hook(self, args, out)
         return out
@@ -603,7 +614,7 @@ class HybridBlock(Block):
         if self._active and self._traces_forward() and args and isinstance(args[0], nd.NDArray):
             for hook in list(self._forward_pre_hooks.values()):
                 hook(self, args)
-            out = self._call_cached_op(*args)
+            out = _naming_errors(self, self._call_cached_op, args)
             for hook in list(self._forward_hooks.values()):
                 hook(self, args, out)
             return out
