@@ -9,7 +9,21 @@
 //!   serialises them.
 //! - [`optim`]: optimizers whose updates are core operators
 //!   (`sgd_mom_update`, `adam_update`, ...) and learning-rate schedulers.
+//! - [`parameter`], [`collection`]: Parameters (deferred shapes, gradients,
+//!   multipliers) and collections of them by name.
+//! - [`block`], [`layers`], [`loss`]: the `Block` trait, layers and losses;
+//!   [`hybrid`] runs a block as one cached graph traced from its `forward`;
+//!   [`naming`] gives blocks MXNet's prefixes (`dense0_`).
+//! - [`trainer`]: the `Trainer` applying an optimizer to parameters.
 
+pub mod block;
+pub mod collection;
+pub mod hybrid;
 pub mod init;
 pub mod io;
+pub mod layers;
+pub mod loss;
+pub mod naming;
 pub mod optim;
+pub mod parameter;
+pub mod trainer;

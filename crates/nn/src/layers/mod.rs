@@ -1,0 +1,62 @@
+//! Layers: [`Sequential`], [`Dense`], activations ([`Activation`],
+//! [`LeakyReLU`], [`ELU`], [`SELU`], [`GELU`], [`Swish`]), [`Dropout`],
+//! [`Flatten`], [`Identity`], and [`CustomLayer`], which puts any registered
+//! operator (a `Custom` operator included) in a network with its
+//! parameters.
+//!
+//! ```
+//! use oxnet_core::NDArray;
+//! use oxnet_nn::block::Block;
+//! use oxnet_nn::init::Xavier;
+//! use oxnet_nn::layers::{Dense, Sequential};
+//! use oxnet_nn::parameter::shared_init;
+//!
+//! let mut net = Sequential::new();
+//! net.add(Dense::new(8).activation("relu").unwrap());
+//! net.add(Dense::new(3));
+//! net.initialize(&shared_init(Xavier::default())).unwrap();
+//! let x = NDArray::ones(&[4, 5], oxnet_core::DType::F32, Default::default()).unwrap();
+//! assert_eq!(net.call(&x).unwrap().shape(), &[4, 3]);
+//! ```
+
+mod activations;
+mod basic;
+mod custom;
+mod dense;
+mod sequential;
+
+pub use activations::{Activation, LeakyReLU, Swish, ELU, GELU, SELU};
+pub use basic::{Dropout, Flatten, Identity};
+pub use custom::{infer_param_shapes, CustomLayer};
+pub use dense::Dense;
+pub use sequential::Sequential;
+
+use oxnet_core::registry::{self, Op};
+use oxnet_core::{AttrValue, Attrs, Error, NDArray, Result};
+
+/// An operator looked up and its attributes parsed once, called many times.
+#[derive(Clone)]
+pub(crate) struct OpCall {
+    pub(crate) op: Op,
+    pub(crate) attrs: Attrs,
+}
+
+impl OpCall {
+    pub(crate) fn new(name: &str, attrs: &[(&str, AttrValue)]) -> Result<OpCall> {
+        let op = registry::get(name)?;
+        let attrs = op.parse_attrs(attrs).map_err(|e| e.in_op(name))?;
+        Ok(OpCall { op, attrs })
+    }
+
+    pub(crate) fn call(&self, inputs: &[&NDArray]) -> Result<Vec<NDArray>> {
+        oxnet_core::invoke_op(&self.op, inputs, &self.attrs)
+    }
+
+    pub(crate) fn call1(&self, inputs: &[&NDArray]) -> Result<NDArray> {
+        let mut outs = self.call(inputs)?;
+        if outs.is_empty() {
+            return Err(Error::Invalid(format!("operator `{}` has no outputs", self.op.name)));
+        }
+        Ok(outs.swap_remove(0))
+    }
+}
