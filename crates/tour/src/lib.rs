@@ -1,4 +1,5 @@
-//! The seeds' custom operators written in Rust, used by the oxnet tour.
+//! The oxnet tour: the seeds' custom operators written in Rust, and a
+//! network built with oxnet-nn around them, trained on the UCI digits.
 //!
 //! - `sigmoid` (seeds 001/003): a parameter-less operator.
 //! - `dense` (seeds 001/003): `data · weightᵀ + bias` with a constant `bias`
@@ -8,7 +9,11 @@
 //!   `softmax(x) - one_hot(label)`, so it needs no output gradient.
 //!
 //! Each works through `Custom(op_type=...)`, differentiates with autograd,
-//! and passes the op checker.
+//! and passes the op checker. [`train`] puts `dense` and `sigmoid` in an
+//! oxnet-nn network ([`oxnet_nn::layers::CustomLayer`]), hybridizes it and
+//! trains it on the 8×8 handwritten digits ([`digits`]).
 
 pub mod data;
+pub mod digits;
 pub mod seed_ops;
+pub mod train;
