@@ -31,3 +31,4 @@ __all__ = [
 from . import visualization; viz = visualization; __all__ += ["visualization", "viz"]  # noqa: E402,E702
 from . import metric; __all__ += ["metric"]  # noqa: E402,E702
 from . import initializer; init = initializer; __all__ += ["initializer", "init"]  # noqa: E402,E702
+from . import optimizer, lr_scheduler; __all__ += ["optimizer", "lr_scheduler"]  # noqa: E402,E702

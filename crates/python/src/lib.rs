@@ -19,6 +19,7 @@ mod invoke;
 mod io;
 mod library;
 mod numpy_interop;
+mod optim;
 mod symbol;
 
 use pyo3::prelude::*;
@@ -74,5 +75,11 @@ fn _oxnet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(init::init_constant, m)?)?;
     m.add_function(wrap_pyfunction!(init::init_canonical, m)?)?;
     m.add_function(wrap_pyfunction!(init::init_names, m)?)?;
+    m.add_class::<optim::OptimizerCore>()?;
+    m.add_class::<optim::UpdaterCore>()?;
+    m.add_class::<optim::SchedulerCore>()?;
+    m.add_function(wrap_pyfunction!(optim::encode_states, m)?)?;
+    m.add_function(wrap_pyfunction!(optim::decode_states, m)?)?;
+    m.add_function(wrap_pyfunction!(optim::optimizer_names, m)?)?;
     Ok(())
 }

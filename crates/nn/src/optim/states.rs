@@ -37,6 +37,18 @@ fn bad(msg: impl std::fmt::Display) -> Error {
 }
 
 impl StatesBlob {
+    /// A blob whose description is given as JSON text.
+    pub fn with_json_meta(arrays: Vec<(String, NDArray)>, meta: &str) -> Result<StatesBlob> {
+        let meta =
+            serde_json::from_str(meta).map_err(|e| bad(format!("the description is not JSON: {e}")))?;
+        Ok(StatesBlob { arrays, meta })
+    }
+
+    /// The description as JSON text.
+    pub fn meta_json(&self) -> String {
+        self.meta.to_string()
+    }
+
     /// Serialises the blob.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let mut table = Vec::with_capacity(self.arrays.len());
