@@ -209,6 +209,7 @@ fn unknown_names_and_keys_are_errors() {
     plain.import_states(arrays, counts).unwrap();
     let e = plain.update(0, &arr(&[0.1, 0.1], DType::F32), &w).unwrap_err().to_string();
     assert!(e.contains("sgd") && e.contains("state"), "{e}");
-    let e = up.update_multi(&[0, 1], std::slice::from_ref(&w), std::slice::from_ref(&w)).unwrap_err().to_string();
+    let e =
+        up.update_multi(&[0, 1], std::slice::from_ref(&w), std::slice::from_ref(&w)).unwrap_err().to_string();
     assert!(e.contains("as many"), "{e}");
 }
