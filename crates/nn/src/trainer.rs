@@ -29,16 +29,18 @@
 //! assert!(trainer.step(2).unwrap_err().to_string().contains("`w`"), "stale gradient");
 //! ```
 
-use crate::optim::{self, Optimizer, State};
+use crate::optim::{self, Optimizer, SharedOptimizer, Updater};
 use crate::parameter::{GradReq, Parameter};
-use oxnet_core::{autograd, DType, Error, NDArray, Result};
+use oxnet_core::{autograd, Error, Result};
 use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Applies an optimizer to parameters.
 pub struct Trainer {
     params: Vec<Parameter>,
-    optimizer: Box<dyn Optimizer>,
-    states: Vec<Option<State>>,
+    optimizer: SharedOptimizer,
+    updater: Updater,
     /// The optimizer's own `rescale_grad`, which `step` divides by the batch size.
     scale: f64,
 }
@@ -63,8 +65,8 @@ impl Trainer {
             list.iter().enumerate().map(|(i, p)| (i, p.name().to_string())).collect();
         optimizer.base_mut().set_idx2name(names);
         let scale = optimizer.base().rescale_grad;
-        let states = vec![None; list.len()];
-        Ok(Trainer { params: list, optimizer, states, scale })
+        let shared: SharedOptimizer = Arc::new(Mutex::new(optimizer));
+        Ok(Trainer { params: list, updater: Updater::from_shared(shared.clone()), optimizer: shared, scale })
     }
 
     /// A trainer with the optimizer registered as `name` (`sgd`, `adam`,
@@ -83,24 +85,21 @@ impl Trainer {
         &self.params
     }
 
-    /// The optimizer.
-    pub fn optimizer(&self) -> &dyn Optimizer {
-        self.optimizer.as_ref()
-    }
-
-    /// The optimizer, mutable (to change hyper-parameters).
-    pub fn optimizer_mut(&mut self) -> &mut dyn Optimizer {
-        self.optimizer.as_mut()
+    /// The optimizer, locked (to read or change hyper-parameters).
+    pub fn optimizer(&self) -> Result<MutexGuard<'_, Box<dyn Optimizer>>> {
+        self.optimizer.lock().map_err(|_| {
+            Error::Invalid("the optimizer panicked during an earlier update and is unusable".into())
+        })
     }
 
     /// The current learning rate (the scheduler's, when there is one).
     pub fn learning_rate(&self) -> Result<f64> {
-        self.optimizer.base().learning_rate()
+        self.optimizer()?.base().learning_rate()
     }
 
     /// Sets the learning rate (an error when a scheduler owns it).
     pub fn set_learning_rate(&mut self, lr: f64) -> Result<()> {
-        self.optimizer.base_mut().set_learning_rate(lr)
+        self.optimizer()?.base_mut().set_learning_rate(lr)
     }
 
     /// One update of every parameter with gradients scaled by
@@ -115,19 +114,35 @@ impl Trainer {
         self.update_all(batch_size, true)
     }
 
+    /// Saves the optimizer's states (momenta, update counts) to `path`.
+    pub fn save_states(&self, path: &Path) -> Result<()> {
+        let bytes = self.updater.get_states(false)?;
+        std::fs::write(path, bytes)
+            .map_err(|e| Error::Invalid(format!("cannot write trainer states `{}`: {e}", path.display())))
+    }
+
+    /// Restores states saved by [`Trainer::save_states`]; an error naming
+    /// the file leaves the current states unchanged.
+    pub fn load_states(&mut self, path: &Path) -> Result<()> {
+        let bytes = std::fs::read(path)
+            .map_err(|e| Error::Invalid(format!("cannot read trainer states `{}`: {e}", path.display())))?;
+        self.updater
+            .set_states(&bytes)
+            .map_err(|e| Error::Invalid(format!("trainer states `{}`: {e}", path.display())))
+    }
+
     fn update_all(&mut self, batch_size: usize, ignore_stale: bool) -> Result<()> {
         if batch_size == 0 {
             return Err(Error::Invalid("Trainer.step: batch_size must be at least 1".into()));
         }
         // gather and check everything before changing anything
-        let mut work: Vec<(usize, NDArray, NDArray)> = Vec::new();
+        let (mut indices, mut weights, mut grads) = (Vec::new(), Vec::new(), Vec::new());
         for (i, p) in self.params.iter().enumerate() {
             if p.grad_req() == GradReq::Null {
                 continue;
             }
             let data = p.data()?;
-            let fresh = autograd::fresh_grad(&data).unwrap_or(false);
-            if !fresh {
+            if !autograd::fresh_grad(&data).unwrap_or(false) {
                 if ignore_stale {
                     continue;
                 }
@@ -139,38 +154,21 @@ impl Trainer {
                     p.name()
                 )));
             }
-            work.push((i, data, p.grad()?));
+            grads.push(p.grad()?);
+            weights.push(data);
+            indices.push(i);
         }
-        let base = self.optimizer.base_mut();
-        base.rescale_grad = self.scale / batch_size as f64;
-        for (i, p) in self.params.iter().enumerate() {
-            base.param_mult.insert(i, (p.lr_mult(), p.wd_mult()));
-        }
-        for (i, data, _) in &work {
-            if self.states[*i].is_none() {
-                self.states[*i] = Some(self.optimizer.create_state_multi_precision(*i, data)?);
+        {
+            let mut opt = self.optimizer()?;
+            let base = opt.base_mut();
+            base.rescale_grad = self.scale / batch_size as f64;
+            for (i, p) in self.params.iter().enumerate() {
+                base.param_mult.insert(i, (p.lr_mult(), p.wd_mult()));
             }
         }
-        // one multi-tensor update per dtype
-        let mut dtypes: Vec<DType> = Vec::new();
-        for (_, d, _) in &work {
-            if !dtypes.contains(&d.dtype()) {
-                dtypes.push(d.dtype());
-            }
-        }
-        let _pause = autograd::pause();
-        for dtype in dtypes {
-            let group: Vec<&(usize, NDArray, NDArray)> =
-                work.iter().filter(|(_, d, _)| d.dtype() == dtype).collect();
-            let indices: Vec<usize> = group.iter().map(|(i, _, _)| *i).collect();
-            let weights: Vec<NDArray> = group.iter().map(|(_, d, _)| d.clone()).collect();
-            let grads: Vec<NDArray> = group.iter().map(|(_, _, g)| g.clone()).collect();
-            let states: Vec<&[NDArray]> =
-                indices.iter().map(|&i| self.states[i].as_deref().unwrap_or(&[])).collect();
-            self.optimizer.update_multi(&indices, &weights, &grads, &states)?;
-        }
-        for (_, data, _) in &work {
-            autograd::set_fresh_grad(data, false);
+        self.updater.update_multi(&indices, &grads, &weights)?;
+        for w in &weights {
+            autograd::set_fresh_grad(w, false);
         }
         Ok(())
     }
@@ -178,6 +176,6 @@ impl Trainer {
 
 impl std::fmt::Debug for Trainer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Trainer({}, {} parameters)", self.optimizer.name(), self.params.len())
+        write!(f, "Trainer({} parameters)", self.params.len())
     }
 }

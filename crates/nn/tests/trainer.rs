@@ -117,3 +117,36 @@ fn trainer_errors() {
     assert!(err.contains(&format!("{}weight", dense.prefix())), "{err}");
     assert!(trainer.step(0).is_err());
 }
+
+#[test]
+fn trainer_states_save_and_load() {
+    let w = Parameter::new("m_weight", &[2]);
+    w.initialize(&shared_init(Constant::new(1.0))).unwrap();
+    let mut trainer =
+        Trainer::from_name([&w], "sgd", &[("learning_rate", "0.1"), ("momentum", "0.9")]).unwrap();
+    backward_square(&[&w], 1.0);
+    trainer.step(1).unwrap();
+    let dir = std::env::temp_dir().join(format!("oxnet_nn_trainer_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sgd.states");
+    trainer.save_states(&path).unwrap();
+    let after_one = w.data().unwrap().copy().unwrap();
+    backward_square(&[&w], 1.0);
+    trainer.step(1).unwrap();
+    let after_two = w.data().unwrap().to_vec::<f32>().unwrap();
+
+    // a new trainer with the saved momentum repeats the second step exactly
+    w.set_data(&after_one).unwrap();
+    let mut again =
+        Trainer::from_name([&w], "sgd", &[("learning_rate", "0.1"), ("momentum", "0.9")]).unwrap();
+    again.load_states(&path).unwrap();
+    backward_square(&[&w], 1.0);
+    again.step(1).unwrap();
+    assert_eq!(w.data().unwrap().to_vec::<f32>().unwrap(), after_two);
+
+    let bad = dir.join("bad.states");
+    std::fs::write(&bad, b"not states").unwrap();
+    let err = again.load_states(&bad).unwrap_err().to_string();
+    assert!(err.contains("bad.states"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
