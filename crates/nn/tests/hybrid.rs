@@ -8,6 +8,7 @@ use oxnet_nn::init::Xavier;
 use oxnet_nn::layers::{CustomLayer, Dense, Dropout, Sequential, Swish};
 use oxnet_nn::loss::{Loss, SoftmaxCrossEntropyLoss};
 use oxnet_nn::parameter::shared_init;
+use oxnet_nn::trainer::Trainer;
 
 fn mlp() -> Sequential {
     let mut net = Sequential::new();
@@ -68,6 +69,18 @@ fn hybridized_and_imperative_give_the_same_outputs_and_gradients() {
         assert!(max_diff(gi, gh) < 1e-6, "{:?} vs {:?}", gi.to_vec::<f32>(), gh.to_vec::<f32>());
         assert!(gi.to_vec::<f32>().unwrap().iter().any(|v| *v != 0.0));
     }
+    // a training step gives the same parameters
+    let hyper = [("learning_rate", "0.5"), ("momentum", "0.9")];
+    for net in [&imperative as &dyn Block, &hybrid] {
+        Trainer::from_name(&net.collect_params().unwrap(), "sgd", &hyper).unwrap().step(5).unwrap();
+    }
+    let pi = imperative.collect_params().unwrap();
+    let ph = hybrid.collect_params().unwrap();
+    for (a, b) in pi.iter().zip(ph.iter()) {
+        assert!(max_diff(&a.data().unwrap(), &b.data().unwrap()) < 1e-6);
+    }
+    let first = pi.iter().next().unwrap().data().unwrap();
+    assert!(max_diff(&first, &grads_i[0].0) > 1e-4, "the step changed the weights");
     // one graph per input signature (train and predict mode share it)
     assert_eq!(hybrid.cached_graphs(), 1);
     hybrid.call(&x.slice_axis(0, 0, Some(2)).unwrap().copy().unwrap()).unwrap();
@@ -192,4 +205,54 @@ fn export_writes_the_symbol_and_the_parameters() {
     let json = std::fs::read_to_string(&sym).unwrap();
     assert!(json.contains("FullyConnected") && json.contains("\"data\""));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Two inputs, two outputs: `(a + b, a · w)` with a learnt `w`.
+struct TwoWay {
+    prefix: String,
+    w: oxnet_nn::parameter::Parameter,
+}
+
+impl Block for TwoWay {
+    fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    fn params(&self) -> Vec<(String, oxnet_nn::parameter::Parameter)> {
+        vec![("weight".into(), self.w.clone())]
+    }
+
+    fn forward(&self, inputs: &[NDArray]) -> oxnet_core::Result<Vec<NDArray>> {
+        if inputs.len() != 2 {
+            return Err(oxnet_core::Error::Invalid(format!("TwoWay takes 2 inputs, got {}", inputs.len())));
+        }
+        let sum = oxnet_core::invoke1("elemwise_add", &[&inputs[0], &inputs[1]], &[])?;
+        let prod = oxnet_core::invoke1("broadcast_mul", &[&inputs[0], &self.w.data()?], &[])?;
+        Ok(vec![sum, prod])
+    }
+}
+
+#[test]
+fn several_inputs_and_outputs_and_an_identity() {
+    let prefix = oxnet_nn::naming::unique_prefix("twoway");
+    let w = oxnet_nn::parameter::Parameter::new(format!("{prefix}weight"), &[3]);
+    let net = TwoWay { prefix, w }.hybridize();
+    net.initialize(&shared_init(oxnet_nn::init::Constant::new(2.0))).unwrap();
+    let a = NDArray::from_vec(vec![1.0f32, 2.0, 3.0], &[1, 3]).unwrap();
+    let b = NDArray::from_vec(vec![10.0f32, 20.0, 30.0], &[1, 3]).unwrap();
+    let outs = {
+        let _r = autograd::record();
+        net.forward(&[a.clone(), b.clone()]).unwrap()
+    };
+    assert_eq!(outs[0].to_vec::<f32>().unwrap(), vec![11.0, 22.0, 33.0]);
+    assert_eq!(outs[1].to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0]);
+    autograd::backward(&[&outs[1]], &[], Default::default()).unwrap();
+    let w = net.collect_params().unwrap().iter().next().unwrap().clone();
+    assert_eq!(w.grad().unwrap().to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0]);
+    assert_eq!(net.symbol().unwrap().list_arguments().unwrap()[..2], ["data0", "data1"]);
+    let err = net.call(&NDArray::zeros(&[1, 3], oxnet_core::DType::F32, Default::default()).unwrap());
+    assert!(err.is_err_and(|e| e.to_string().contains("inputs") || e.to_string().contains("outputs")));
+
+    let id = oxnet_nn::layers::Identity::new().hybridize();
+    assert_eq!(id.call(&a).unwrap().to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0]);
 }
