@@ -32,3 +32,4 @@ from . import visualization; viz = visualization; __all__ += ["visualization", "
 from . import metric; __all__ += ["metric"]  # noqa: E402,E702
 from . import initializer; init = initializer; __all__ += ["initializer", "init"]  # noqa: E402,E702
 from . import optimizer, lr_scheduler; __all__ += ["optimizer", "lr_scheduler"]  # noqa: E402,E702
+from . import gluon; __all__ += ["gluon"]  # noqa: E402,E702

@@ -9,7 +9,7 @@ from . import _oxnet
 
 __all__ = [
     "record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
-    "set_recording", "set_training", "backward", "grad", "mark_variables", "Function",
+    "set_recording", "set_training", "backward", "grad", "mark_variables", "Function", "get_symbol",
 ]
 
 
@@ -180,3 +180,14 @@ class Function:
             _oxnet.unregister_function(name)
         recorded = recorded if isinstance(recorded, (list, tuple)) else [recorded]
         return recorded[0] if single else tuple(recorded)
+
+
+def get_symbol(x):
+    """The Symbol of the computation autograd recorded for ``x`` (an NDArray
+    or a list): variables are named ``var0``, ``var1``, ... in the order
+    the record reaches them; arrays that took no part in autograd appear as
+    variables ``const0``, ...."""
+    from .symbol import Symbol  # pylint: disable=import-outside-toplevel
+
+    heads = list(x) if isinstance(x, (list, tuple)) else [x]
+    return Symbol(_oxnet.recorded_symbol(heads))

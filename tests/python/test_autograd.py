@@ -167,3 +167,17 @@ def test_autograd_function_instance_is_called_once():
     f(mx.nd.ones((2,)))
     with pytest.raises(mx.MXNetError, match="only be called once"):
         f(mx.nd.ones((2,)))
+
+
+def test_get_symbol_rebuilds_the_recorded_computation():
+    x, w = mx.nd.array([[1.0, -2.0, 3.0]]), mx.nd.array([[0.5, 1.0, -1.0], [2.0, 0.0, 1.0]])
+    x.attach_grad()
+    w.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.relu(mx.nd.FullyConnected(x, w, num_hidden=2, no_bias=True)) * 3
+    sym = mx.autograd.get_symbol(y)
+    assert sym.list_arguments() == ["var0", "var1"]
+    out = sym.eval(var0=x, var1=w)[0]
+    np.testing.assert_allclose(out.asnumpy(), y.asnumpy())
+    with pytest.raises(mx.MXNetError, match="not recorded"):
+        mx.autograd.get_symbol(mx.nd.ones((2,)))

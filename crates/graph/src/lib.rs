@@ -33,6 +33,7 @@ pub mod names;
 pub mod node;
 pub mod partition;
 pub mod plan;
+pub mod recorded;
 pub mod symbol;
 pub mod trace;
 
@@ -40,6 +41,7 @@ pub use cached::CachedGraph;
 pub use executor::{simple_bind, Executor, GradReqs, MonitorFn};
 pub use indexed::IndexedGraph;
 pub use node::{Entry, Node, OpCall};
+pub use recorded::recorded_symbol;
 pub use symbol::{Symbol, VarOptions};
 
 /// The README's Rust examples (which use the core and the graph layer),

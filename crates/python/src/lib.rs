@@ -59,6 +59,7 @@ fn _oxnet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<symbol::ExecutorHandle>()?;
     m.add_function(wrap_pyfunction!(symbol::sym_var, m)?)?;
     m.add_function(wrap_pyfunction!(symbol::sym_group, m)?)?;
+    m.add_function(wrap_pyfunction!(symbol::recorded_symbol, m)?)?;
     m.add_function(wrap_pyfunction!(symbol::sym_compose_op, m)?)?;
     m.add_function(wrap_pyfunction!(symbol::sym_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(symbol::executor_bind, m)?)?;

@@ -176,6 +176,13 @@ pub fn sym_group(symbols: Vec<SymbolHandle>) -> SymbolHandle {
     wrap(Symbol::group(&symbols))
 }
 
+/// The symbol autograd recorded for `heads` (`mx.autograd.get_symbol`).
+#[pyfunction]
+pub fn recorded_symbol(heads: Vec<PyRef<'_, PyNDArray>>) -> PyResult<SymbolHandle> {
+    let arrays: Vec<&NDArray> = heads.iter().map(|h| &h.inner).collect();
+    Ok(wrap(oxnet_graph::recorded_symbol(&arrays).py()?))
+}
+
 /// Calls a registry operator on symbols; `params` are string attributes.
 #[pyfunction]
 #[pyo3(signature = (op_name, positional, named, params, name, attrs))]

@@ -8,12 +8,14 @@
 //! higher-order gradients follow.
 
 mod mode;
+mod recorded;
 mod tape;
 
 pub use mode::{
     is_recording, is_training, pause, predict_mode, record, record_with, set_recording, set_training,
     train_mode, ModeGuard,
 };
+pub use recorded::{recorded_graph, RecordedCall, RecordedGraph, RecordedInput};
 pub use tape::{
     attach_grad, backward, fresh_grad, grad, grad_of, grad_req_of, mark_variables, set_fresh_grad,
     BackwardOptions,

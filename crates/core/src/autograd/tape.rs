@@ -42,6 +42,28 @@ pub(crate) struct Node {
     saved: Mutex<Option<Saved>>,
 }
 
+impl Node {
+    /// Where each input came from (`None`: a constant).
+    pub(crate) fn parents(&self) -> &[Option<AgEntry>] {
+        &self.parents
+    }
+
+    /// The operator's registry name.
+    pub(crate) fn op_name(&self) -> &str {
+        &self.op.name
+    }
+
+    /// The call's attributes in string form.
+    pub(crate) fn attr_strings(&self) -> Vec<(String, String)> {
+        self.attrs.to_strings()
+    }
+
+    /// How many outputs the call made.
+    pub(crate) fn num_outputs(&self) -> usize {
+        self.out_meta.len()
+    }
+}
+
 struct Saved {
     inputs: Vec<Option<NDArray>>,
     outputs: Vec<Option<NDArray>>,
