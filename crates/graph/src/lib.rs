@@ -43,9 +43,3 @@ pub use indexed::IndexedGraph;
 pub use node::{Entry, Node, OpCall};
 pub use recorded::recorded_symbol;
 pub use symbol::{Symbol, VarOptions};
-
-/// The README's Rust examples (which use the core and the graph layer),
-/// compiled and run as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-mod readme_doctests {}

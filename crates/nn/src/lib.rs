@@ -27,3 +27,9 @@ pub mod naming;
 pub mod optim;
 pub mod parameter;
 pub mod trainer;
+
+/// The README's Rust examples (which use the core, the graph and the nn
+/// layer), compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+mod readme_doctests {}
