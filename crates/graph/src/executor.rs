@@ -478,6 +478,13 @@ impl Executor {
         Ok(&self.outputs)
     }
 
+    /// Allows [`backward`](Self::backward) after a forward pass in predict
+    /// mode: a cached graph recorded under `autograd.record(train_mode=False)`
+    /// is differentiable, as in MXNet.
+    pub(crate) fn allow_backward(&mut self) {
+        self.trained = true;
+    }
+
     /// Runs the backward part after a `forward(is_train=true)`: the gradient
     /// flowing into each output is `out_grads[i]` (ones where none is
     /// given), and each argument's gradient is stored under its request.

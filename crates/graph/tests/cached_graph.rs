@@ -146,3 +146,23 @@ fn one_cached_graph_serves_several_threads() {
         h.join().unwrap();
     }
 }
+
+#[test]
+fn a_call_recorded_in_predict_mode_is_differentiable() {
+    let cg = layer();
+    let (x, w) = data();
+    let w2 = w.copy().unwrap();
+    w.attach_grad(Req::Write).unwrap();
+    w2.attach_grad(Req::Write).unwrap();
+    let y = {
+        let _rec = autograd::record_with(false);
+        invoke1("sum", &[&cg.call(&[&x, &w]).unwrap()[0]], &[]).unwrap()
+    };
+    y.backward().unwrap();
+    let eager = {
+        let _rec = autograd::record_with(false);
+        invoke1("sum", &[&eager_layer(&x, &w2)], &[]).unwrap()
+    };
+    eager.backward().unwrap();
+    close(&w.grad().unwrap(), &w2.grad().unwrap(), 1e-10);
+}
