@@ -16,14 +16,11 @@ Each engine runs in its own interpreter (this file re-runs itself with
 ratios are taken within this one run.
 """
 
-import argparse
-import json
 import os
-import subprocess
 
+import side_by_side
 import python_ops  # the same timer as the other side-by-side benchmarks (this folder)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = [784, 256, 256, 10]
 BATCH = 64
 
@@ -136,23 +133,9 @@ ENGINES = {"oxnet": (".venv", lambda: run_gluon("oxnet")), "torch": (".venv-benc
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--engine", choices=sorted(ENGINES))
-    args = parser.parse_args()
-    if args.engine:
-        print(json.dumps(ENGINES[args.engine][1]()))
+    figures = side_by_side.main(__file__, ENGINES)
+    if figures is None:
         return
-    figures = {}
-    for name, (venv, _) in ENGINES.items():
-        python = os.path.join(ROOT, venv, "bin", "python")
-        if not os.path.exists(python):
-            print(f"({name}: {venv} is missing; left out)")
-            continue
-        result = subprocess.run([python, os.path.abspath(__file__), "--engine", name], capture_output=True, text=True)
-        if result.returncode != 0:
-            print(f"({name} failed: {result.stderr.strip().splitlines()[-1] if result.stderr.strip() else '?'})")
-            continue
-        figures.update(json.loads(result.stdout.strip().splitlines()[-1]))
     print("Gluon train step (forward, backward, SGD momentum), hybridized, float32 (ms, median):")
     print(f"  MLP {'-'.join(map(str, SIZES))}, batch {BATCH}:")
     for label, key in [("oxnet", "oxnet_mlp"), ("PyTorch eager (CPU)", "torch_mlp"), ("MXNet 1.9.1", "mxnet_mlp")]:

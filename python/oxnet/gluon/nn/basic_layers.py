@@ -29,16 +29,14 @@ def _chain(children, x, args):
     return x
 
 
-class Sequential(Block):
-    """Blocks run one after the other: ``net.add(a, b, c)``."""
+class _Chain:
+    """What Sequential and HybridSequential share: adding, indexing and
+    slicing children."""
 
     def add(self, *blocks):
         """Appends blocks."""
         for block in blocks:
             self.register_child(block)
-
-    def forward(self, x, *args):
-        return _chain(self._children.values(), x, args)
 
     def __getitem__(self, key):
         layers = list(self._children.values())[key]
@@ -51,6 +49,13 @@ class Sequential(Block):
 
     def __len__(self):
         return len(self._children)
+
+
+class Sequential(_Chain, Block):
+    """Blocks run one after the other: ``net.add(a, b, c)``."""
+
+    def forward(self, x, *args):
+        return _chain(self._children.values(), x, args)
 
     def hybridize(self, active=True, **kwargs):
         if self._children and all(isinstance(c, HybridBlock) for c in self._children.values()):
@@ -59,28 +64,12 @@ class Sequential(Block):
         super().hybridize(active, **kwargs)
 
 
-class HybridSequential(HybridBlock):
-    """HybridBlocks run one after the other; hybridizes into one graph."""
-
-    def add(self, *blocks):
-        """Appends blocks (each must be a HybridBlock)."""
-        for block in blocks:
-            self.register_child(block)
+class HybridSequential(_Chain, HybridBlock):
+    """HybridBlocks run one after the other; hybridizes into one graph
+    (adding a plain Block is an error)."""
 
     def hybrid_forward(self, F, x, *args):
         return _chain(self._children.values(), x, args)
-
-    def __getitem__(self, key):
-        layers = list(self._children.values())[key]
-        if not isinstance(layers, list):
-            return layers
-        net = type(self)(prefix=self._prefix)
-        with net.name_scope():
-            net.add(*layers)
-        return net
-
-    def __len__(self):
-        return len(self._children)
 
 
 class Dense(HybridBlock):
