@@ -263,3 +263,41 @@ def _seed_003_step(hybrid):
 def test_seed_003_same_parameters_hybridized_and_imperative():
     for a, b in zip(_seed_003_step(False), _seed_003_step(True)):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_trainer_states_round_trip(tmp_path):
+    def setup():
+        mx.random.seed(3)
+        net = _mlp(prefix="st_")
+        net.initialize(mx.init.Xavier())
+        trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": 0.01})
+        return net, trainer
+
+    x, y = nd.array(np.linspace(-1, 1, 20).reshape(4, 5)), nd.array([0, 1, 2, 1])
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+
+    def step(net, trainer):
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(4)
+
+    net, trainer = setup()
+    for _ in range(2):
+        step(net, trainer)
+    path = str(tmp_path / "trainer.states")
+    trainer.save_states(path)
+    net.save_parameters(str(tmp_path / "net.params"))
+    step(net, trainer)
+    expected = {k: v.data().asnumpy() for k, v in net._collect_params_with_prefix().items()}
+
+    other, other_trainer = setup()
+    other(x)
+    other.load_parameters(str(tmp_path / "net.params"))
+    other_trainer.load_states(path)
+    step(other, other_trainer)
+    for k, v in other._collect_params_with_prefix().items():
+        np.testing.assert_allclose(v.data().asnumpy(), expected[k], rtol=1e-6, atol=1e-7)
+    (tmp_path / "bad.states").write_bytes(b"not states")
+    with pytest.raises(mx.MXNetError, match="bad.states"):
+        other_trainer.load_states(str(tmp_path / "bad.states"))
