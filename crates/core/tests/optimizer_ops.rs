@@ -646,3 +646,21 @@ fn long_arrays_split_over_threads_give_the_same_result() {
     let want: Vec<f64> = (0..n).map(|i| w0[i] + (-0.1 * 0.01 * w0[i] - 0.1 * g[i])).collect();
     assert_close("long sgd_mom", &read(&w), &want, 1e-5);
 }
+
+#[test]
+fn output_over_the_gradient_or_a_separate_buffer() {
+    let op = registry::get("sgd_update").unwrap();
+    let attrs = op.parse_attrs(&[("lr", f(0.5)), ("wd", f(0.1))]).unwrap();
+    let want = vec![(1.0 - 0.05) * 1.0 - 0.5 * 0.5, (1.0 - 0.05) * 2.0 - 0.5 * -1.0];
+    for req in [Req::Inplace, Req::Write] {
+        let (w, g) = (array(&[1.0, 2.0], DType::F64), array(&[0.5, -1.0], DType::F64));
+        invoke_into(&op, &[&w, &g], &attrs, std::slice::from_ref(&g), &[req]).unwrap();
+        assert_close("out over grad", &read(&g), &want, 1e-15);
+        assert_eq!(read(&w), vec![1.0, 2.0]);
+    }
+    // request add accumulates the new weight into the output
+    let (w, g) = (array(&[1.0, 2.0], DType::F64), array(&[0.5, -1.0], DType::F64));
+    let out = array(&[10.0, 10.0], DType::F64);
+    invoke_into(&op, &[&w, &g], &attrs, std::slice::from_ref(&out), &[Req::Add]).unwrap();
+    assert_close("add", &read(&out), &[10.0 + want[0], 10.0 + want[1]], 1e-15);
+}

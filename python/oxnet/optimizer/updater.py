@@ -39,8 +39,9 @@ class Updater:
     @optimizer.setter
     def optimizer(self, optimizer):
         core = _oxnet.UpdaterCore(optimizer._core)
-        if _uses_core(self._optimizer) and _uses_core(optimizer) and self._core.states():
-            core.set_states(self._core.get_states(False))
+        same_kind = optimizer._core.name == self._optimizer._core.name
+        if same_kind and _uses_core(self._optimizer) and _uses_core(optimizer) and self._core.states():
+            core.set_states(self._core.get_states(False))  # the states move to the new optimizer
         self._optimizer, self._core = optimizer, core
 
     @property

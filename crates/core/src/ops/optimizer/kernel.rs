@@ -144,7 +144,8 @@ where
         out.check_writable()?;
     }
     let weight = unaliased(weight, out)?;
-    let grad = unaliased(grad, out)?;
+    // the gradient is read through a shared slice beside the output's mutable one
+    let grad = if grad.shares_storage(out) { grad.copy()? } else { grad.clone() };
     let mut sp = [0usize; K];
     for (k, s) in states.iter().enumerate() {
         sp[k] = s.data_ptr::<S>()? as usize;
@@ -183,7 +184,10 @@ where
 /// stores it, 2 adds it to the output.
 ///
 /// # Safety
-/// As described at the call site.
+/// As described at the call site; besides, the gradient and the states do
+/// not overlap the output or each other (checked by the caller), so the
+/// slices made here do not alias, except the weight and the output, which
+/// are then one slice.
 #[inline(always)]
 unsafe fn piece<T, S, const K: usize, const MODE: u8>(
     ptrs: Ptrs<K>,
@@ -194,22 +198,49 @@ unsafe fn piece<T, S, const K: usize, const MODE: u8>(
     T: FloatElement,
     S: FloatElement<Compute = T::Compute>,
 {
-    let w = ptrs.weight as *const T;
-    let g = ptrs.grad as *const T;
-    let o = ptrs.out as *mut T;
-    let s: [*mut S; K] = ptrs.states.map(|p| p as *mut S);
-    for i in start..start + len {
-        let mut st = [<T::Compute as num_traits::Zero>::zero(); K];
+    let g = std::slice::from_raw_parts((ptrs.grad as *const T).add(start), len);
+    let mut st: [&mut [S]; K] =
+        ptrs.states.map(|p| std::slice::from_raw_parts_mut((p as *mut S).add(start), len));
+    let o = std::slice::from_raw_parts_mut((ptrs.out as *mut T).add(start), len);
+    if ptrs.weight == ptrs.out {
+        slices::<T, S, K, MODE, true>(&[], g, &mut st, o, f)
+    } else {
+        let w = std::slice::from_raw_parts((ptrs.weight as *const T).add(start), len);
+        slices::<T, S, K, MODE, false>(w, g, &mut st, o, f)
+    }
+}
+
+/// The loop of [`piece`] over slices; with `SAME` the weight is read from
+/// the output slice itself (`w` is then empty).
+#[inline(always)]
+fn slices<T, S, const K: usize, const MODE: u8, const SAME: bool>(
+    w: &[T],
+    g: &[T],
+    st: &mut [&mut [S]; K],
+    o: &mut [T],
+    f: &impl Fn(T::Compute, T::Compute, &mut [T::Compute; K]) -> T::Compute,
+) where
+    T: FloatElement,
+    S: FloatElement<Compute = T::Compute>,
+{
+    let n = o.len();
+    let (g, w) = (&g[..n], if SAME { w } else { &w[..n] });
+    for s in st.iter() {
+        assert_eq!(s.len(), n);
+    }
+    for i in 0..n {
+        let mut v = [<T::Compute as num_traits::Zero>::zero(); K];
         for k in 0..K {
-            st[k] = (*s[k].add(i)).to_compute();
+            v[k] = st[k][i].to_compute();
         }
-        let v = f((*w.add(i)).to_compute(), (*g.add(i)).to_compute(), &mut st);
+        let wi = if SAME { o[i] } else { w[i] };
+        let r = f(wi.to_compute(), g[i].to_compute(), &mut v);
         for k in 0..K {
-            *s[k].add(i) = S::from_compute(st[k]);
+            st[k][i] = S::from_compute(v[k]);
         }
         match MODE {
-            1 => *o.add(i) = T::from_compute(v),
-            2 => *o.add(i) = T::from_compute((*o.add(i)).to_compute() + v),
+            1 => o[i] = T::from_compute(r),
+            2 => o[i] = T::from_compute(o[i].to_compute() + r),
             _ => {}
         }
     }
