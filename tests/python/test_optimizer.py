@@ -444,7 +444,8 @@ def test_schedulers_hand_computed():
 
 def test_scheduler_drives_an_optimizer():
     sched = mx.lr_scheduler.FactorScheduler(step=1, factor=0.5, base_lr=1.0)
-    opt = mx.optimizer.create("sgd", lr_scheduler=sched, learning_rate=0.8)
+    with pytest.warns(UserWarning, match="overwritten"):
+        opt = mx.optimizer.create("sgd", lr_scheduler=sched, learning_rate=0.8)
     assert sched.base_lr == 0.8  # an explicit learning rate replaces the scheduler's, as in MXNet
     w, g = mx.nd.array([0.0]), mx.nd.array([1.0])
     up = mx.optimizer.get_updater(opt)
