@@ -175,3 +175,17 @@ def test_repr_random_and_waitall():
     assert nd.random_uniform(low=-10, high=10, shape=(5, 2)).shape == (5, 2)
     nd.waitall()
     x.wait_to_read()
+
+
+def test_binary_functions_take_numbers_on_either_side():
+    a = np.array([1.0, 5.0], dtype=np.float32)
+    x = nd.array(a)
+    np.testing.assert_allclose(nd.maximum(x, 2.0).asnumpy(), np.maximum(a, 2))
+    np.testing.assert_allclose(nd.minimum(3.0, x).asnumpy(), np.minimum(3, a))
+    np.testing.assert_allclose(nd.subtract(3.0, x).asnumpy(), 3 - a)
+    np.testing.assert_allclose(nd.divide(3.0, x).asnumpy(), 3 / a, rtol=1e-6)
+    np.testing.assert_allclose(nd.power(x, 2).asnumpy(), a ** 2)
+    np.testing.assert_allclose(nd.greater(3.0, x).asnumpy(), (3 > a).astype(np.float32))
+    np.testing.assert_allclose(nd.lesser_equal(x, nd.array([[2.0], [5.0]])).asnumpy(),
+                               (a <= np.array([[2.0], [5.0]])).astype(np.float32))
+    assert nd.add(1, 2) == 3

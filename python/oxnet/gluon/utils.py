@@ -92,7 +92,7 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
                 UserWarning("clip_global_norm: the norm is NaN or infinite; the clipped arrays are undefined"),
                 stacklevel=2,
             )
-    scale = ndarray._minimum_scalar(float(max_norm) / (total + 1e-8), scalar=1.0)
+    scale = ndarray.minimum(float(max_norm) / (total + 1e-8), 1.0)
     for arr in arrays:
         arr *= scale.as_in_context(arr.context).astype(arr.dtype)
     if check_isfinite:

@@ -75,6 +75,51 @@ random_normal = random.normal
 
 _refresh_ops(globals())
 
+
+def _binary(name, array_op, scalar_op, reversed_scalar_op, python_op):
+    """MXNet's element-wise function ``name(lhs, rhs)``: arrays broadcast
+    (``array_op``), a number on either side uses the scalar operator."""
+    import numbers  # pylint: disable=import-outside-toplevel
+
+    def fn(lhs, rhs, out=None):
+        if isinstance(lhs, numbers.Number) and isinstance(rhs, numbers.Number):
+            return python_op(lhs, rhs)
+        if isinstance(rhs, numbers.Number):
+            return invoke(scalar_op, lhs, scalar=float(rhs), **({} if out is None else {"out": out}))
+        if isinstance(lhs, numbers.Number):
+            return invoke(reversed_scalar_op, rhs, scalar=float(lhs), **({} if out is None else {"out": out}))
+        return invoke(array_op, lhs, rhs, **({} if out is None else {"out": out}))
+
+    fn.__name__ = name
+    fn.__doc__ = f"``{name}(lhs, rhs)`` element-wise with broadcasting; either side may be a number."
+    return fn
+
+
+def _define_binary_functions(namespace):
+    import operator  # pylint: disable=import-outside-toplevel
+
+    table = [
+        ("add", "broadcast_add", "_plus_scalar", "_plus_scalar", operator.add),
+        ("subtract", "broadcast_sub", "_minus_scalar", "_rminus_scalar", operator.sub),
+        ("multiply", "broadcast_mul", "_mul_scalar", "_mul_scalar", operator.mul),
+        ("divide", "broadcast_div", "_div_scalar", "_rdiv_scalar", operator.truediv),
+        ("power", "broadcast_power", "_power_scalar", "_rpower_scalar", operator.pow),
+        ("maximum", "broadcast_maximum", "_maximum_scalar", "_maximum_scalar", max),
+        ("minimum", "broadcast_minimum", "_minimum_scalar", "_minimum_scalar", min),
+        ("equal", "broadcast_equal", "_equal_scalar", "_equal_scalar", operator.eq),
+        ("not_equal", "broadcast_not_equal", "_not_equal_scalar", "_not_equal_scalar", operator.ne),
+        ("greater", "broadcast_greater", "_greater_scalar", "_lesser_scalar", operator.gt),
+        ("greater_equal", "broadcast_greater_equal", "_greater_equal_scalar", "_lesser_equal_scalar", operator.ge),
+        ("lesser", "broadcast_lesser", "_lesser_scalar", "_greater_scalar", operator.lt),
+        ("lesser_equal", "broadcast_lesser_equal", "_lesser_equal_scalar", "_greater_equal_scalar", operator.le),
+    ]
+    for name, array_op, scalar_op, reversed_op, python_op in table:
+        namespace[name] = _binary(name, array_op, scalar_op, reversed_op, python_op)
+    namespace["less"], namespace["less_equal"] = namespace["lesser"], namespace["lesser_equal"]
+
+
+_define_binary_functions(globals())
+
 from .utils import save, load, load_frombuffer, save_safetensors, load_safetensors  # noqa: E402
 
 
