@@ -51,8 +51,75 @@ fn assert_close(what: &str, got: &[f64], want: &[f64], tol: f64) {
     }
 }
 
+/// Runs `op` with its attributes, writing into `outs` under `req`.
+fn run_into(op: &str, inputs: &[&NDArray], attrs: &[(&str, AttrValue)], outs: &[NDArray], req: Req) {
+    let handle = registry::get(op).unwrap();
+    let parsed = handle.parse_attrs(attrs).unwrap();
+    invoke_into(&handle, inputs, &parsed, outs, &vec![req; outs.len()]).unwrap();
+}
+
+/// Float attributes.
+fn floats(pairs: &[(&'static str, f64)]) -> Vec<(&'static str, AttrValue)> {
+    pairs.iter().map(|&(k, v)| (k, AttrValue::Float(v))).collect()
+}
+
+fn f(v: f64) -> AttrValue {
+    AttrValue::Float(v)
+}
+
 /// The element-wise reference: (weight, grad, states) -> new weight, states updated.
 type Reference<'a> = &'a dyn Fn(f64, f64, &mut [f64]) -> f64;
+
+/// The hyper-parameters most update operators share.
+#[derive(Clone, Copy)]
+struct Common {
+    lr: f64,
+    wd: f64,
+    rs: f64,
+    cg: f64,
+}
+
+impl Common {
+    /// `lr`, `wd`, `rescale_grad`, `clip_gradient`, then `extra`.
+    fn attrs(&self, extra: &[(&'static str, f64)]) -> Vec<(&'static str, AttrValue)> {
+        let mut pairs =
+            vec![("lr", self.lr), ("wd", self.wd), ("rescale_grad", self.rs), ("clip_gradient", self.cg)];
+        pairs.extend_from_slice(extra);
+        floats(&pairs)
+    }
+
+    /// The rescaled, clipped gradient.
+    fn g(&self, g: f64) -> f64 {
+        clip(self.rs * g, self.cg)
+    }
+
+    /// The rescaled gradient plus weight decay, clipped (Adam, RMSProp).
+    fn decayed(&self, w: f64, g: f64) -> f64 {
+        clip(self.rs * g + self.wd * w, self.cg)
+    }
+}
+
+/// `sgd_update`'s formula.
+fn sgd_ref(c: Common) -> impl Fn(f64, f64, &mut [f64]) -> f64 {
+    move |w, g, _| (1.0 - c.lr * c.wd) * w - c.lr * c.g(g)
+}
+
+/// `sgd_mom_update`'s formula.
+fn sgd_mom_ref(c: Common, mu: f64) -> impl Fn(f64, f64, &mut [f64]) -> f64 {
+    move |w, g, s| {
+        s[0] = mu * s[0] - c.lr * c.wd * w - c.lr * c.g(g);
+        w + s[0]
+    }
+}
+
+/// `nag_mom_update`'s formula: `mom = mu*mom - lr*(g + wd*w); w += mu*mom - lr*(g + wd*w)`.
+fn nag_ref(c: Common, mu: f64) -> impl Fn(f64, f64, &mut [f64]) -> f64 {
+    move |w, g, s| {
+        let d = c.g(g) + c.wd * w;
+        s[0] = mu * s[0] - c.lr * d;
+        w + mu * s[0] - c.lr * d
+    }
+}
 
 /// Runs `op` for three steps on `dtype` arrays and compares weight and
 /// states with `reference` after each. States start at `state_init`.
@@ -75,25 +142,29 @@ fn check(
             let grad = array(&g, dtype);
             let mut inputs: Vec<&NDArray> = vec![&weight, &grad];
             inputs.extend(states.iter());
-            let op_h = registry::get(op).unwrap();
-            let parsed = op_h.parse_attrs(attrs).unwrap();
             if in_place {
-                invoke_into(&op_h, &inputs, &parsed, std::slice::from_ref(&weight), &[Req::Write]).unwrap();
+                run_into(op, &inputs, attrs, std::slice::from_ref(&weight), Req::Write);
             } else {
                 let out = invoke(op, &inputs, attrs).unwrap();
                 weight.assign_from(&out[0]).unwrap();
             }
-            for i in 0..N {
-                let mut s: Vec<f64> = s_ref.iter().map(|v| v[i]).collect();
-                w_ref[i] = reference(w_ref[i], g[i], &mut s);
-                for (k, v) in s.into_iter().enumerate() {
-                    s_ref[k][i] = v;
-                }
-            }
+            step_reference(reference, &mut w_ref, &g, &mut s_ref);
             assert_close(&format!("{op} {dtype} step {step} weight"), &read(&weight), &w_ref, tol);
             for (k, st) in states.iter().enumerate() {
                 assert_close(&format!("{op} {dtype} step {step} state {k}"), &read(st), &s_ref[k], tol);
             }
+        }
+    }
+}
+
+/// Applies `reference` to every element of `w` with gradient `g` and the
+/// states `s` (one vector per state).
+fn step_reference(reference: Reference, w: &mut [f64], g: &[f64], s: &mut [Vec<f64>]) {
+    for i in 0..w.len() {
+        let mut si: Vec<f64> = s.iter().map(|v| v[i]).collect();
+        w[i] = reference(w[i], g[i], &mut si);
+        for (k, v) in si.into_iter().enumerate() {
+            s[k][i] = v;
         }
     }
 }
@@ -103,129 +174,71 @@ fn check_both(op: &str, attrs: &[(&str, AttrValue)], n_states: usize, state_init
     check(op, attrs, n_states, state_init, reference, DType::F32);
 }
 
-fn f(v: f64) -> AttrValue {
-    AttrValue::Float(v)
-}
-
 #[test]
 fn sgd_update() {
-    let (lr, wd, rs, cg) = (0.1, 0.01, 0.5, 1.0);
-    let attrs = [("lr", f(lr)), ("wd", f(wd)), ("rescale_grad", f(rs)), ("clip_gradient", f(cg))];
-    check_both("sgd_update", &attrs, 0, 0.0, &|w, g, _| (1.0 - lr * wd) * w - lr * clip(rs * g, cg));
+    let c = Common { lr: 0.1, wd: 0.01, rs: 0.5, cg: 1.0 };
+    check_both("sgd_update", &c.attrs(&[]), 0, 0.0, &sgd_ref(c));
     // no clipping by default
-    check_both("sgd_update", &[("lr", f(lr))], 0, 0.0, &|w, g, _| w - lr * g);
+    check_both("sgd_update", &[("lr", f(c.lr))], 0, 0.0, &|w, g, _| w - c.lr * g);
 }
 
 #[test]
 fn sgd_mom_update() {
-    let (lr, mu, wd, rs, cg) = (0.05, 0.9, 0.1, 2.0, 0.7);
-    let attrs = [
-        ("lr", f(lr)),
-        ("momentum", f(mu)),
-        ("wd", f(wd)),
-        ("rescale_grad", f(rs)),
-        ("clip_gradient", f(cg)),
-    ];
-    check_both("sgd_mom_update", &attrs, 1, 0.0, &|w, g, s| {
-        s[0] = mu * s[0] - lr * wd * w - lr * clip(rs * g, cg);
-        w + s[0]
-    });
+    let (c, mu) = (Common { lr: 0.05, wd: 0.1, rs: 2.0, cg: 0.7 }, 0.9);
+    check_both("sgd_mom_update", &c.attrs(&[("momentum", mu)]), 1, 0.0, &sgd_mom_ref(c, mu));
 }
 
 #[test]
 fn nag_mom_update() {
-    let (lr, mu, wd, rs, cg) = (0.05, 0.8, 0.1, 1.5, -1.0);
-    let attrs = [
-        ("lr", f(lr)),
-        ("momentum", f(mu)),
-        ("wd", f(wd)),
-        ("rescale_grad", f(rs)),
-        ("clip_gradient", f(cg)),
-    ];
-    check_both("nag_mom_update", &attrs, 1, 0.0, &|w, g, s| {
-        // Nesterov: mom = mu*mom - lr*(g + wd*w); w += mu*mom - lr*(g + wd*w)
-        let d = rs * g + wd * w;
-        s[0] = mu * s[0] - lr * d;
-        w + mu * s[0] - lr * d
-    });
+    let (c, mu) = (Common { lr: 0.05, wd: 0.1, rs: 1.5, cg: -1.0 }, 0.8);
+    check_both("nag_mom_update", &c.attrs(&[("momentum", mu)]), 1, 0.0, &nag_ref(c, mu));
 }
 
 #[test]
 fn adam_update() {
-    let (lr, b1, b2, eps, wd, rs, cg) = (0.01, 0.8, 0.95, 1e-6, 0.05, 0.5, 1.2);
-    let attrs = [
-        ("lr", f(lr)),
-        ("beta1", f(b1)),
-        ("beta2", f(b2)),
-        ("epsilon", f(eps)),
-        ("wd", f(wd)),
-        ("rescale_grad", f(rs)),
-        ("clip_gradient", f(cg)),
-    ];
+    let (c, b1, b2, eps) = (Common { lr: 0.01, wd: 0.05, rs: 0.5, cg: 1.2 }, 0.8, 0.95, 1e-6);
+    let attrs = c.attrs(&[("beta1", b1), ("beta2", b2), ("epsilon", eps)]);
     check_both("adam_update", &attrs, 2, 0.0, &|w, g, s| {
-        let gr = clip(rs * g + wd * w, cg);
+        let gr = c.decayed(w, g);
         s[0] = b1 * s[0] + (1.0 - b1) * gr;
         s[1] = b2 * s[1] + (1.0 - b2) * gr * gr;
-        w - lr * s[0] / (s[1].sqrt() + eps)
+        w - c.lr * s[0] / (s[1].sqrt() + eps)
     });
 }
 
 #[test]
 fn rmsprop_update() {
-    let (lr, g1, eps, wd, rs, cg, cw) = (0.01, 0.9, 1e-8, 0.1, 1.0, 2.0, 0.95);
-    let attrs = [
-        ("lr", f(lr)),
-        ("gamma1", f(g1)),
-        ("epsilon", f(eps)),
-        ("wd", f(wd)),
-        ("rescale_grad", f(rs)),
-        ("clip_gradient", f(cg)),
-        ("clip_weights", f(cw)),
-    ];
+    let (c, g1, eps, cw) = (Common { lr: 0.01, wd: 0.1, rs: 1.0, cg: 2.0 }, 0.9, 1e-8, 0.95);
+    let attrs = c.attrs(&[("gamma1", g1), ("epsilon", eps), ("clip_weights", cw)]);
     check_both("rmsprop_update", &attrs, 1, 0.0, &|w, g, s| {
-        let gr = clip(rs * g + wd * w, cg);
+        let gr = c.decayed(w, g);
         s[0] = (1.0 - g1) * gr * gr + g1 * s[0];
-        clip(w - lr * gr / (s[0] + eps).sqrt(), cw)
+        clip(w - c.lr * gr / (s[0] + eps).sqrt(), cw)
     });
 }
 
 #[test]
 fn rmspropalex_update() {
-    let (lr, g1, g2, eps, wd, rs) = (0.01, 0.9, 0.8, 1e-4, 0.02, 0.5);
-    let attrs = [
-        ("lr", f(lr)),
-        ("gamma1", f(g1)),
-        ("gamma2", f(g2)),
-        ("epsilon", f(eps)),
-        ("wd", f(wd)),
-        ("rescale_grad", f(rs)),
-    ];
+    let (c, g1, g2, eps) = (Common { lr: 0.01, wd: 0.02, rs: 0.5, cg: -1.0 }, 0.9, 0.8, 1e-4);
+    let attrs = c.attrs(&[("gamma1", g1), ("gamma2", g2), ("epsilon", eps)]);
     check_both("rmspropalex_update", &attrs, 3, 0.0, &|w, g, s| {
-        let gr = rs * g + wd * w;
+        let gr = c.decayed(w, g);
         s[0] = (1.0 - g1) * gr * gr + g1 * s[0];
         s[1] = (1.0 - g1) * gr + g1 * s[1];
-        s[2] = g2 * s[2] - lr * gr / (s[0] - s[1] * s[1] + eps).sqrt();
+        s[2] = g2 * s[2] - c.lr * gr / (s[0] - s[1] * s[1] + eps).sqrt();
         w + s[2]
     });
 }
 
 #[test]
 fn ftrl_update() {
-    let (lr, l1, beta, wd, rs, cg) = (0.1, 0.2, 1.0, 0.05, 0.5, 1.0);
-    let attrs = [
-        ("lr", f(lr)),
-        ("lamda1", f(l1)),
-        ("beta", f(beta)),
-        ("wd", f(wd)),
-        ("rescale_grad", f(rs)),
-        ("clip_gradient", f(cg)),
-    ];
-    check_both("ftrl_update", &attrs, 2, 0.0, &|w, g, s| {
-        let gr = clip(rs * g, cg);
-        s[0] += gr - ((s[1] + gr * gr).sqrt() - s[1].sqrt()) * w / lr;
+    let (c, l1, beta) = (Common { lr: 0.1, wd: 0.05, rs: 0.5, cg: 1.0 }, 0.2, 1.0);
+    check_both("ftrl_update", &c.attrs(&[("lamda1", l1), ("beta", beta)]), 2, 0.0, &|w, g, s| {
+        let gr = c.g(g);
+        s[0] += gr - ((s[1] + gr * gr).sqrt() - s[1].sqrt()) * w / c.lr;
         s[1] += gr * gr;
         if s[0].abs() > l1 {
-            (sign(s[0]) * l1 - s[0]) / ((beta + s[1].sqrt()) / lr + wd)
+            (sign(s[0]) * l1 - s[0]) / ((beta + s[1].sqrt()) / c.lr + c.wd)
         } else {
             0.0
         }
@@ -234,59 +247,39 @@ fn ftrl_update() {
 
 #[test]
 fn signsgd_and_signum() {
-    let (lr, wd) = (0.01, 0.1);
-    check_both(
-        "signsgd_update",
-        &[("lr", f(lr)), ("wd", f(wd)), ("rescale_grad", f(3.0))],
-        0,
-        0.0,
-        &|w, g, _| (1.0 - lr * wd) * w - lr * sign(g),
-    );
-    let (mu, rs, cg, wd_lh) = (0.9, 0.5, 0.4, 0.01);
-    let attrs = [
-        ("lr", f(lr)),
-        ("momentum", f(mu)),
-        ("wd", f(wd)),
-        ("rescale_grad", f(rs)),
-        ("clip_gradient", f(cg)),
-        ("wd_lh", f(wd_lh)),
-    ];
-    check_both("signum_update", &attrs, 1, 0.0, &|w, g, s| {
-        s[0] = mu * s[0] - (1.0 - mu) * (wd * w + clip(rs * g, cg));
-        (1.0 - lr * wd_lh) * w + lr * sign(s[0])
+    // the sign of the raw gradient: rescaling cannot change it
+    let c = Common { lr: 0.01, wd: 0.1, rs: 3.0, cg: -1.0 };
+    check_both("signsgd_update", &c.attrs(&[]), 0, 0.0, &|w, g, _| (1.0 - c.lr * c.wd) * w - c.lr * sign(g));
+    let (c, mu, wd_lh) = (Common { rs: 0.5, cg: 0.4, ..c }, 0.9, 0.01);
+    check_both("signum_update", &c.attrs(&[("momentum", mu), ("wd_lh", wd_lh)]), 1, 0.0, &|w, g, s| {
+        s[0] = mu * s[0] - (1.0 - mu) * (c.wd * w + c.g(g));
+        (1.0 - c.lr * wd_lh) * w + c.lr * sign(s[0])
     });
 }
 
-/// Three steps of a multi-precision operator on float16 weights: the
-/// float32 master copy follows the f64 reference, the weight is its rounding.
-fn check_mp(op: &str, attrs: &[(&str, AttrValue)], momentum: bool, reference: Reference) {
-    let mut w_ref = values(2, N, -1.0, 1.0);
-    let weight = array(&w_ref, DType::F16);
+/// Three steps of a multi-precision operator on float16 weights, with
+/// `n_states` float32 states (from 0) and the float32 master copy, then the
+/// `extra` inputs: the master copy and the states follow the f64
+/// reference, the weight is the master copy's rounding.
+fn check_mp(op: &str, attrs: &[(&str, AttrValue)], n_states: usize, extra: &[NDArray], reference: Reference) {
+    let weight = array(&values(2, N, -1.0, 1.0), DType::F16);
     // the master copy starts from the float16 weight, as optimizers create it
-    w_ref = read(&weight);
+    let mut w_ref = read(&weight);
     let w32 = weight.astype(DType::F32).unwrap();
-    let mom = NDArray::zeros(&[N], DType::F32, oxnet_core::Device::Cpu).unwrap();
-    let mut m_ref = vec![0.0; N];
+    let states: Vec<NDArray> =
+        (0..n_states).map(|_| NDArray::zeros(&[N], DType::F32, oxnet_core::Device::Cpu).unwrap()).collect();
+    let mut s_ref = vec![vec![0.0; N]; n_states];
     for step in 0..3u64 {
-        let g = values(20 + step, N, -2.0, 2.0);
-        let grad = array(&g, DType::F16);
-        let g16 = read(&grad);
+        let grad = array(&values(20 + step, N, -2.0, 2.0), DType::F16);
         let mut inputs: Vec<&NDArray> = vec![&weight, &grad];
-        if momentum {
-            inputs.push(&mom);
-        }
+        inputs.extend(states.iter());
         inputs.push(&w32);
-        let op_h = registry::get(op).unwrap();
-        let parsed = op_h.parse_attrs(attrs).unwrap();
-        invoke_into(&op_h, &inputs, &parsed, std::slice::from_ref(&weight), &[Req::Inplace]).unwrap();
-        for i in 0..N {
-            let mut s = [m_ref[i]];
-            w_ref[i] = reference(w_ref[i], g16[i], &mut s);
-            m_ref[i] = s[0];
-        }
+        inputs.extend(extra.iter());
+        run_into(op, &inputs, attrs, std::slice::from_ref(&weight), Req::Inplace);
+        step_reference(reference, &mut w_ref, &read(&grad), &mut s_ref);
         assert_close(&format!("{op} step {step} weight32"), &read(&w32), &w_ref, 2e-5);
-        if momentum {
-            assert_close(&format!("{op} step {step} mom"), &read(&mom), &m_ref, 2e-5);
+        for (k, st) in states.iter().enumerate() {
+            assert_close(&format!("{op} step {step} state {k}"), &read(st), &s_ref[k], 2e-5);
         }
         let rounded: Vec<f64> = read(&w32.astype(DType::F16).unwrap());
         assert_eq!(read(&weight), rounded, "{op} step {step}: weight is the rounded master copy");
@@ -296,70 +289,40 @@ fn check_mp(op: &str, attrs: &[(&str, AttrValue)], momentum: bool, reference: Re
 
 #[test]
 fn multi_precision_sgd_and_nag() {
-    let (lr, mu, wd, rs, cg) = (0.1, 0.9, 0.01, 0.5, 0.8);
-    let attrs = [("lr", f(lr)), ("wd", f(wd)), ("rescale_grad", f(rs)), ("clip_gradient", f(cg))];
-    check_mp("mp_sgd_update", &attrs, false, &|w, g, _| (1.0 - lr * wd) * w - lr * clip(rs * g, cg));
-    let attrs = [
-        ("lr", f(lr)),
-        ("momentum", f(mu)),
-        ("wd", f(wd)),
-        ("rescale_grad", f(rs)),
-        ("clip_gradient", f(cg)),
-    ];
-    check_mp("mp_sgd_mom_update", &attrs, true, &|w, g, s| {
-        s[0] = mu * s[0] - lr * wd * w - lr * clip(rs * g, cg);
-        w + s[0]
-    });
-    check_mp("mp_nag_mom_update", &attrs, true, &|w, g, s| {
-        let d = clip(rs * g, cg) + wd * w;
-        s[0] = mu * s[0] - lr * d;
-        w + mu * s[0] - lr * d
-    });
+    let (c, mu) = (Common { lr: 0.1, wd: 0.01, rs: 0.5, cg: 0.8 }, 0.9);
+    check_mp("mp_sgd_update", &c.attrs(&[]), 0, &[], &sgd_ref(c));
+    let attrs = c.attrs(&[("momentum", mu)]);
+    check_mp("mp_sgd_mom_update", &attrs, 1, &[], &sgd_mom_ref(c, mu));
+    check_mp("mp_nag_mom_update", &attrs, 1, &[], &nag_ref(c, mu));
 }
 
 #[test]
 fn adamw_and_its_skip() {
     let (lr, eta, b1, b2, eps, wd, cg) = (1.0, 0.01, 0.9, 0.99, 1e-6, 0.1, 1.5);
+    let attrs = floats(&[("lr", lr), ("eta", eta), ("beta1", b1), ("beta2", b2), ("epsilon", eps)]);
+    let attrs = [attrs, floats(&[("wd", wd), ("clip_gradient", cg)])].concat();
     for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 2e-5)] {
         let mut w_ref = values(3, N, -1.0, 1.0);
-        let (mut m_ref, mut v_ref) = (vec![0.0; N], vec![0.0; N]);
+        let mut s_ref = vec![vec![0.0; N]; 2];
         let weight = array(&w_ref, dtype);
-        let mean = array(&m_ref, dtype);
-        let var = array(&v_ref, dtype);
+        let (mean, var) = (array(&s_ref[0], dtype), array(&s_ref[1], dtype));
         for step in 0..3u64 {
             let rs = [0.5, 2.0, 1.0][step as usize];
             let g = values(30 + step, N, -2.0, 2.0);
             let grad = array(&g, dtype);
             let scale = NDArray::from_vec(vec![rs as f32], &[1]).unwrap();
-            let op = registry::get("_adamw_update").unwrap();
-            let attrs = op
-                .parse_attrs(&[
-                    ("lr", f(lr)),
-                    ("eta", f(eta)),
-                    ("beta1", f(b1)),
-                    ("beta2", f(b2)),
-                    ("epsilon", f(eps)),
-                    ("wd", f(wd)),
-                    ("clip_gradient", f(cg)),
-                ])
-                .unwrap();
-            invoke_into(
-                &op,
-                &[&weight, &grad, &mean, &var, &scale],
-                &attrs,
-                std::slice::from_ref(&weight),
-                &[Req::Write],
-            )
-            .unwrap();
-            for i in 0..N {
-                let gr = clip(rs * g[i], cg);
-                m_ref[i] = b1 * m_ref[i] + (1.0 - b1) * gr;
-                v_ref[i] = b2 * v_ref[i] + (1.0 - b2) * gr * gr;
-                w_ref[i] -= eta * (lr * m_ref[i] / (v_ref[i].sqrt() + eps) + wd * w_ref[i]);
-            }
+            let inputs = [&weight, &grad, &mean, &var, &scale];
+            run_into("_adamw_update", &inputs, &attrs, std::slice::from_ref(&weight), Req::Write);
+            let reference = |w: f64, g: f64, s: &mut [f64]| {
+                let gr = clip(rs * g, cg);
+                s[0] = b1 * s[0] + (1.0 - b1) * gr;
+                s[1] = b2 * s[1] + (1.0 - b2) * gr * gr;
+                w - eta * (lr * s[0] / (s[1].sqrt() + eps) + wd * w)
+            };
+            step_reference(&reference, &mut w_ref, &g, &mut s_ref);
             assert_close(&format!("adamw {dtype} step {step}"), &read(&weight), &w_ref, tol);
-            assert_close("adamw mean", &read(&mean), &m_ref, tol);
-            assert_close("adamw var", &read(&var), &v_ref, tol);
+            assert_close("adamw mean", &read(&mean), &s_ref[0], tol);
+            assert_close("adamw var", &read(&var), &s_ref[1], tol);
         }
         // a rescale of 0, NaN or inf skips the step; a separate output receives the weight
         for bad in [0.0f32, f32::NAN, f32::INFINITY] {
@@ -381,35 +344,14 @@ fn adamw_and_its_skip() {
 #[test]
 fn mp_adamw_on_float16() {
     let (eta, wd) = (0.01, 0.1);
-    let weight = array(&values(4, N, -1.0, 1.0), DType::F16);
-    let mut w_ref = read(&weight);
-    let w32 = weight.astype(DType::F32).unwrap();
-    let zeros = || NDArray::zeros(&[N], DType::F32, oxnet_core::Device::Cpu).unwrap();
-    let (mean, var) = (zeros(), zeros());
-    let (mut m_ref, mut v_ref) = (vec![0.0; N], vec![0.0; N]);
     let scale = NDArray::from_vec(vec![0.5f32], &[1]).unwrap();
-    for step in 0..3u64 {
-        let grad = array(&values(40 + step, N, -2.0, 2.0), DType::F16);
-        let g = read(&grad);
-        let op = registry::get("_mp_adamw_update").unwrap();
-        let attrs = op.parse_attrs(&[("lr", f(1.0)), ("eta", f(eta)), ("wd", f(wd))]).unwrap();
-        invoke_into(
-            &op,
-            &[&weight, &grad, &mean, &var, &w32, &scale],
-            &attrs,
-            std::slice::from_ref(&weight),
-            &[Req::Inplace],
-        )
-        .unwrap();
-        for i in 0..N {
-            let gr = 0.5 * g[i];
-            m_ref[i] = 0.9 * m_ref[i] + 0.1 * gr;
-            v_ref[i] = 0.999 * v_ref[i] + 0.001 * gr * gr;
-            w_ref[i] -= eta * (m_ref[i] / (v_ref[i].sqrt() + 1e-8) + wd * w_ref[i]);
-        }
-        assert_close("mp adamw weight32", &read(&w32), &w_ref, 2e-5);
-        assert_eq!(read(&weight), read(&w32.astype(DType::F16).unwrap()));
-    }
+    let attrs = floats(&[("lr", 1.0), ("eta", eta), ("wd", wd)]);
+    check_mp("_mp_adamw_update", &attrs, 2, &[scale], &|w, g, s| {
+        let gr = 0.5 * g;
+        s[0] = 0.9 * s[0] + 0.1 * gr;
+        s[1] = 0.999 * s[1] + 0.001 * gr * gr;
+        w - eta * (s[0] / (s[1].sqrt() + 1e-8) + wd * w)
+    });
 }
 
 #[test]
@@ -455,16 +397,9 @@ fn lamb_phases() {
             let (r1, r2) = (norm(&w_ref), norm(&u_ref));
             let r1a = NDArray::from_vec(vec![r1], &[1]).unwrap();
             let r2a = NDArray::from_vec(vec![r2], &[1]).unwrap();
-            let op = registry::get("lamb_update_phase2").unwrap();
-            let attrs = op.parse_attrs(&[("lr", f(lr)), ("upper_bound", f(10.0))]).unwrap();
-            invoke_into(
-                &op,
-                &[&weight, &upd, &r1a, &r2a],
-                &attrs,
-                std::slice::from_ref(&weight),
-                &[Req::Write],
-            )
-            .unwrap();
+            let attrs = floats(&[("lr", lr), ("upper_bound", 10.0)]);
+            let inputs = [&weight, &upd, &r1a, &r2a];
+            run_into("lamb_update_phase2", &inputs, &attrs, std::slice::from_ref(&weight), Req::Write);
             for i in 0..N {
                 w_ref[i] -= lr * (r1 / r2) * u_ref[i];
             }
@@ -509,16 +444,14 @@ fn multi_sgd_family() {
             .collect();
         let mut m_ref: Vec<Vec<f64>> = sizes.iter().map(|&n| vec![0.0; n]).collect();
         let w32s: Vec<NDArray> = weights.iter().map(|w| w.astype(DType::F32).unwrap()).collect();
-        let mut attrs = vec![
-            ("lrs", AttrValue::Raw("(0.1, 0.05)".into())),
-            ("wds", AttrValue::Raw("[0.0, 0.2]".into())),
-            ("num_weights", AttrValue::Int(2)),
-            ("rescale_grad", f(rs)),
-            ("clip_gradient", f(cg)),
-        ];
+        let mut pairs = vec![("rescale_grad", rs), ("clip_gradient", cg)];
         if momentum {
-            attrs.push(("momentum", f(mu)));
+            pairs.push(("momentum", mu));
         }
+        let mut attrs = floats(&pairs);
+        attrs.push(("lrs", AttrValue::Raw("(0.1, 0.05)".into())));
+        attrs.push(("wds", AttrValue::Raw("[0.0, 0.2]".into())));
+        attrs.push(("num_weights", AttrValue::Int(2)));
         for step in 0..3u64 {
             let grads: Vec<NDArray> = sizes
                 .iter()
@@ -536,16 +469,17 @@ fn multi_sgd_family() {
                     inputs.push(&w32s[k]);
                 }
             }
-            let op_h = registry::get(op).unwrap();
-            let parsed = op_h.parse_attrs(&attrs).unwrap();
-            invoke_into(&op_h, &inputs, &parsed, &weights, &[Req::Write, Req::Write]).unwrap();
+            run_into(op, &inputs, &attrs, &weights, Req::Write);
             for k in 0..2 {
-                let g = read(&grads[k]);
-                for i in 0..sizes[k] {
-                    let m = if momentum { mu * m_ref[k][i] } else { 0.0 };
-                    m_ref[k][i] = m - lrs[k] * wds[k] * w_ref[k][i] - lrs[k] * clip(rs * g[i], cg);
-                    w_ref[k][i] += m_ref[k][i];
-                }
+                // without momentum, the formula with a zero momentum
+                let c = Common { lr: lrs[k], wd: wds[k], rs, cg };
+                let reference = sgd_mom_ref(c, if momentum { mu } else { 0.0 });
+                step_reference(
+                    &reference,
+                    &mut w_ref[k],
+                    &read(&grads[k]),
+                    std::slice::from_mut(&mut m_ref[k]),
+                );
                 let master = if mp { &w32s[k] } else { &weights[k] };
                 assert_close(&format!("{op} step {step} weight {k}"), &read(master), &w_ref[k], 2e-5);
                 if momentum {
@@ -640,27 +574,25 @@ fn long_arrays_split_over_threads_give_the_same_result() {
     let w = array(&w0, DType::F32);
     let gr = array(&g, DType::F32);
     let mom = NDArray::zeros(&[n], DType::F32, oxnet_core::Device::Cpu).unwrap();
-    let op = registry::get("sgd_mom_update").unwrap();
-    let attrs = op.parse_attrs(&[("lr", f(0.1)), ("momentum", f(0.9)), ("wd", f(0.01))]).unwrap();
-    invoke_into(&op, &[&w, &gr, &mom], &attrs, std::slice::from_ref(&w), &[Req::Inplace]).unwrap();
+    let attrs = floats(&[("lr", 0.1), ("momentum", 0.9), ("wd", 0.01)]);
+    run_into("sgd_mom_update", &[&w, &gr, &mom], &attrs, std::slice::from_ref(&w), Req::Inplace);
     let want: Vec<f64> = (0..n).map(|i| w0[i] + (-0.1 * 0.01 * w0[i] - 0.1 * g[i])).collect();
     assert_close("long sgd_mom", &read(&w), &want, 1e-5);
 }
 
 #[test]
 fn output_over_the_gradient_or_a_separate_buffer() {
-    let op = registry::get("sgd_update").unwrap();
-    let attrs = op.parse_attrs(&[("lr", f(0.5)), ("wd", f(0.1))]).unwrap();
-    let want = vec![(1.0 - 0.05) * 1.0 - 0.5 * 0.5, (1.0 - 0.05) * 2.0 - 0.5 * -1.0];
+    let attrs = floats(&[("lr", 0.5), ("wd", 0.1)]);
+    let want = vec![(1.0 - 0.05) * 1.0 - 0.5 * 0.5, (1.0 - 0.05) * 2.0 + 0.5];
     for req in [Req::Inplace, Req::Write] {
         let (w, g) = (array(&[1.0, 2.0], DType::F64), array(&[0.5, -1.0], DType::F64));
-        invoke_into(&op, &[&w, &g], &attrs, std::slice::from_ref(&g), &[req]).unwrap();
+        run_into("sgd_update", &[&w, &g], &attrs, std::slice::from_ref(&g), req);
         assert_close("out over grad", &read(&g), &want, 1e-15);
         assert_eq!(read(&w), vec![1.0, 2.0]);
     }
     // request add accumulates the new weight into the output
     let (w, g) = (array(&[1.0, 2.0], DType::F64), array(&[0.5, -1.0], DType::F64));
     let out = array(&[10.0, 10.0], DType::F64);
-    invoke_into(&op, &[&w, &g], &attrs, std::slice::from_ref(&out), &[Req::Add]).unwrap();
+    run_into("sgd_update", &[&w, &g], &attrs, std::slice::from_ref(&out), Req::Add);
     assert_close("add", &read(&out), &[10.0 + want[0], 10.0 + want[1]], 1e-15);
 }

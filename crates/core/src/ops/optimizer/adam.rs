@@ -14,9 +14,9 @@
 //! - `_mp_adamw_update`: the same on the float32 master copy `weight32`
 //!   with float32 moments.
 
-use super::kernel::{clip, cst, rescaled, update_elementwise};
+use super::kernel::{clip, cst, floats, rescaled, update_elementwise};
 use super::with_mp_dtype;
-use super::{clip_attr, lazy_attr, lr_attr, mp_dtype, rescale_attr, shape_with_scalars, update_op, wd_attr};
+use super::{clip_attr, decay_attrs, lazy_attr, lr_attr, mp_dtype, shape_with_scalars, update_op, wd_attr};
 use crate::attrs::Attrs;
 use crate::{registry, AttrKind, AttrSpec, DType, Error, FloatElement, NDArray, OpContext, Req, Result};
 use num_traits::{Float, Zero};
@@ -43,11 +43,8 @@ struct Moments<C> {
 
 impl<C: Float> Moments<C> {
     fn from_attrs(a: &Attrs) -> Result<Moments<C>> {
-        Ok(Moments {
-            beta1: cst(a.float("beta1")?),
-            beta2: cst(a.float("beta2")?),
-            epsilon: cst(a.float("epsilon")?),
-        })
+        let [beta1, beta2, epsilon] = floats(a, ["beta1", "beta2", "epsilon"])?;
+        Ok(Moments { beta1, beta2, epsilon })
     }
 
     /// Updates the moments with gradient `g`; returns `mean / (sqrt(var) + epsilon)`.
@@ -64,8 +61,7 @@ fn adam(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
     crate::with_float_dtype!(ins[0].dtype(), T => {
         type C = <T as FloatElement>::Compute;
         let m = Moments::<C>::from_attrs(a)?;
-        let (lr, wd, rs, cg): (C, C, C, C) =
-            (cst(a.float("lr")?), cst(a.float("wd")?), cst(a.float("rescale_grad")?), cst(a.float("clip_gradient")?));
+        let [lr, wd, rs, cg]: [C; 4] = floats(a, ["lr", "wd", "rescale_grad", "clip_gradient"])?;
         update_elementwise::<T, T, 2>(ctx.req[0], &ins[0], &ins[1], [&ins[2], &ins[3]], ["mean", "var"], &outs[0], |w, g, s| {
             let mut gr = g * rs + w * wd;
             if cg >= C::zero() {
@@ -90,14 +86,17 @@ fn adamw_scale(ctx: &OpContext, scale: &NDArray, weight: &NDArray, out: &NDArray
     Ok(None)
 }
 
+/// The float attributes of the AdamW kernels (besides the moments').
+const ADAMW_FLOATS: [&str; 4] = ["lr", "wd", "eta", "clip_gradient"];
+
 fn adamw(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
     let Some(scale) = adamw_scale(ctx, &ins[4], &ins[0], &outs[0])? else { return Ok(()) };
     let a = ctx.attrs;
     crate::with_float_dtype!(ins[0].dtype(), T => {
         type C = <T as FloatElement>::Compute;
         let m = Moments::<C>::from_attrs(a)?;
-        let (lr, wd, eta, cg, rs): (C, C, C, C, C) =
-            (cst(a.float("lr")?), cst(a.float("wd")?), cst(a.float("eta")?), cst(a.float("clip_gradient")?), cst(scale));
+        let [lr, wd, eta, cg]: [C; 4] = floats(a, ADAMW_FLOATS)?;
+        let rs: C = cst(scale);
         update_elementwise::<T, T, 2>(ctx.req[0], &ins[0], &ins[1], [&ins[2], &ins[3]], ["mean", "var"], &outs[0], |w, g, s| {
             let [mean, var] = s;
             w - eta * (lr * m.step(rescaled(g, rs, cg), mean, var) + wd * w)
@@ -109,13 +108,8 @@ fn mp_adamw(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
     let Some(scale) = adamw_scale(ctx, &ins[5], &ins[0], &outs[0])? else { return Ok(()) };
     let a = ctx.attrs;
     let m = Moments::<f32>::from_attrs(a)?;
-    let (lr, wd, eta, cg, rs): (f32, f32, f32, f32, f32) = (
-        cst(a.float("lr")?),
-        cst(a.float("wd")?),
-        cst(a.float("eta")?),
-        cst(a.float("clip_gradient")?),
-        cst(scale),
-    );
+    let [lr, wd, eta, cg]: [f32; 4] = floats(a, ADAMW_FLOATS)?;
+    let rs: f32 = cst(scale);
     with_mp_dtype!(ins[0].dtype(), T => {
         update_elementwise::<T, f32, 3>(
             ctx.req[0], &ins[0], &ins[1], [&ins[2], &ins[3], &ins[4]], ["mean", "var", "weight32"], &outs[0],
@@ -142,6 +136,12 @@ fn adamw_dtype(attrs: &Attrs, ins: &mut [Option<DType>], outs: &mut [Option<DTyp
     crate::op::same_dtype(attrs, &mut ins[..last], outs)
 }
 
+/// The attributes of the AdamW operators.
+fn adamw_attrs() -> [AttrSpec; 7] {
+    let eta = AttrSpec::required("eta", AttrKind::Float, "Learning-rate schedule multiplier.");
+    [lr_attr(), beta1_attr(), beta2_attr(), epsilon_attr(), wd_attr(), eta, clip_attr()]
+}
+
 pub(super) fn register() {
     registry::register(
         update_op(
@@ -151,18 +151,13 @@ pub(super) fn register() {
              `mean` and `var` in place and returns the new weight.",
             &["weight", "grad", "mean", "var"],
             &[2, 3],
+            [lr_attr(), beta1_attr(), beta2_attr(), epsilon_attr()]
+                .into_iter()
+                .chain(decay_attrs())
+                .chain([lazy_attr()]),
         )
-        .attr(lr_attr())
-        .attr(beta1_attr())
-        .attr(beta2_attr())
-        .attr(epsilon_attr())
-        .attr(wd_attr())
-        .attr(rescale_attr())
-        .attr(clip_attr())
-        .attr(lazy_attr())
         .forward(adam),
     );
-    let eta = || AttrSpec::required("eta", AttrKind::Float, "Learning-rate schedule multiplier.");
     registry::register(
         update_op(
             "_adamw_update",
@@ -172,15 +167,9 @@ pub(super) fn register() {
              skipped.",
             &["weight", "grad", "mean", "var", "rescale_grad"],
             &[2, 3],
+            adamw_attrs(),
         )
         .alias("_contrib_adamw_update")
-        .attr(lr_attr())
-        .attr(beta1_attr())
-        .attr(beta2_attr())
-        .attr(epsilon_attr())
-        .attr(wd_attr())
-        .attr(eta())
-        .attr(clip_attr())
         .infer_shape(shape_with_scalars(&[4]))
         .infer_type(adamw_dtype)
         .forward(adamw),
@@ -192,15 +181,9 @@ pub(super) fn register() {
              float32 `mean` and `var` (all updated in place); returns the new weight rounded to its dtype.",
             &["weight", "grad", "mean", "var", "weight32", "rescale_grad"],
             &[2, 3, 4],
+            adamw_attrs(),
         )
         .alias("_contrib_mp_adamw_update")
-        .attr(lr_attr())
-        .attr(beta1_attr())
-        .attr(beta2_attr())
-        .attr(epsilon_attr())
-        .attr(wd_attr())
-        .attr(eta())
-        .attr(clip_attr())
         .infer_shape(shape_with_scalars(&[5]))
         .infer_type(mp_dtype(&[2, 3, 4, 5]))
         .forward(mp_adamw),

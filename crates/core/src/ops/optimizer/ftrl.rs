@@ -5,8 +5,8 @@
 //! `w = (sign(z)*lamda1 - z) / ((beta + sqrt(n)) / lr + wd)` where
 //! `|z| > lamda1`, 0 elsewhere.
 
-use super::kernel::{cst, rescaled, sign, update_elementwise};
-use super::{clip_attr, lr_attr, rescale_attr, update_op, wd_attr};
+use super::kernel::{floats, rescaled, sign, update_elementwise};
+use super::{decay_attrs, lr_attr, update_op};
 use crate::{registry, AttrKind, AttrSpec, FloatElement, NDArray, OpContext, Result};
 use num_traits::Zero;
 
@@ -14,14 +14,8 @@ fn ftrl(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
     let a = ctx.attrs;
     crate::with_float_dtype!(ins[0].dtype(), T => {
         type C = <T as FloatElement>::Compute;
-        let (lr, lamda1, beta, wd, rs, cg): (C, C, C, C, C, C) = (
-            cst(a.float("lr")?),
-            cst(a.float("lamda1")?),
-            cst(a.float("beta")?),
-            cst(a.float("wd")?),
-            cst(a.float("rescale_grad")?),
-            cst(a.float("clip_gradient")?),
-        );
+        let [lr, lamda1, beta, wd, rs, cg]: [C; 6] =
+            floats(a, ["lr", "lamda1", "beta", "wd", "rescale_grad", "clip_gradient"])?;
         update_elementwise::<T, T, 2>(ctx.req[0], &ins[0], &ins[1], [&ins[2], &ins[3]], ["z", "n"], &outs[0], |w, g, s| {
             let gr = rescaled(g, rs, cg);
             let [z, n] = s;
@@ -45,13 +39,14 @@ pub(super) fn register() {
              Updates `z` and `n` in place and returns the new weight.",
             &["weight", "grad", "z", "n"],
             &[2, 3],
+            [
+                lr_attr(),
+                AttrSpec::optional("lamda1", AttrKind::Float, 0.01, "The L1 regularisation coefficient."),
+                AttrSpec::optional("beta", AttrKind::Float, 1.0, "Per-coordinate learning-rate correlation."),
+            ]
+            .into_iter()
+            .chain(decay_attrs()),
         )
-        .attr(lr_attr())
-        .attr(AttrSpec::optional("lamda1", AttrKind::Float, 0.01, "The L1 regularisation coefficient."))
-        .attr(AttrSpec::optional("beta", AttrKind::Float, 1.0, "Per-coordinate learning-rate correlation."))
-        .attr(wd_attr())
-        .attr(rescale_attr())
-        .attr(clip_attr())
         .forward(ftrl),
     );
 }

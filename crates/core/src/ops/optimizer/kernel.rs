@@ -15,6 +15,7 @@
 //! any other array of the call (that would make the formula read values it
 //! has already changed); the driver rejects such calls.
 
+use crate::attrs::Attrs;
 use crate::dtype::FloatElement;
 use crate::{Error, NDArray, Req, Result};
 use num_traits::Float;
@@ -30,6 +31,15 @@ const PIECE: usize = 16 * 1024;
 #[inline]
 pub(super) fn cst<C: Float>(x: f64) -> C {
     C::from(x).unwrap_or_else(|| if x > 0.0 { C::infinity() } else { C::neg_infinity() })
+}
+
+/// The float attributes `names`, in the compute type.
+pub(super) fn floats<C: Float, const N: usize>(attrs: &Attrs, names: [&str; N]) -> Result<[C; N]> {
+    let mut values = [C::zero(); N];
+    for (v, name) in values.iter_mut().zip(names) {
+        *v = cst(attrs.float(name)?);
+    }
+    Ok(values)
 }
 
 /// MXNet's `clip(x, bound)`: `x` limited to `[-bound, bound]` (NaN passes).

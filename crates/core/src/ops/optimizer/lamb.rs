@@ -10,7 +10,7 @@
 //!   upper_bound]` where those are >= 0) and `r2 = ‖phase-1 output‖`,
 //!   `w = w - lr * (r1/r2) * g` (ratio 1 when either norm is 0).
 
-use super::kernel::{cst, rescaled, update_elementwise};
+use super::kernel::{cst, floats, rescaled, update_elementwise};
 use super::{clip_attr, lr_attr, rescale_attr, shape_with_scalars};
 use crate::{registry, AttrKind, AttrSpec, FloatElement, NDArray, OpContext, OpDef, Result};
 use num_traits::One;
@@ -19,17 +19,10 @@ fn phase1(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
     let a = ctx.attrs;
     let t = a.int("t")?;
     let correct = a.bool("bias_correction")?;
-    let (b1, b2) = (a.float("beta1")?, a.float("beta2")?);
     crate::with_float_dtype!(ins[0].dtype(), T => {
         type C = <T as FloatElement>::Compute;
-        let (beta1, beta2, eps, wd, rs, cg): (C, C, C, C, C, C) = (
-            cst(b1),
-            cst(b2),
-            cst(a.float("epsilon")?),
-            cst(a.float("wd")?),
-            cst(a.float("rescale_grad")?),
-            cst(a.float("clip_gradient")?),
-        );
+        let [beta1, beta2, eps, wd, rs, cg]: [C; 6] =
+            floats(a, ["beta1", "beta2", "epsilon", "wd", "rescale_grad", "clip_gradient"])?;
         let t = t.clamp(i32::MIN as i64, i32::MAX as i64) as i32;
         let (c1, c2): (C, C) = if correct {
             (C::one() - beta1.powi(t), C::one() - beta2.powi(t))

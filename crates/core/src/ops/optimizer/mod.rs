@@ -91,16 +91,29 @@ fn lazy_attr() -> AttrSpec {
     )
 }
 
+/// `wd`, `rescale_grad` and `clip_gradient`, the attributes most update
+/// operators end with.
+fn decay_attrs() -> [AttrSpec; 3] {
+    [wd_attr(), rescale_attr(), clip_attr()]
+}
+
 /// An update operator with fixed argument names, one output (the new
-/// weight, which may be written over the weight input) and the given
-/// mutated inputs; element-wise shape and dtype inference.
-fn update_op(name: &str, doc: &str, args: &[&str], mutated: &'static [usize]) -> OpDef {
-    OpDef::new(name)
+/// weight, which may be written over the weight input), the given mutated
+/// inputs and attributes; element-wise shape and dtype inference.
+fn update_op(
+    name: &str,
+    doc: &str,
+    args: &[&str],
+    mutated: &'static [usize],
+    attrs: impl IntoIterator<Item = AttrSpec>,
+) -> OpDef {
+    let def = OpDef::new(name)
         .doc(doc)
         .arguments(args)
         .outputs(&["output"])
         .mutate_inputs(move |_| mutated.to_vec())
-        .inplace(&[(0, 0)])
+        .inplace(&[(0, 0)]);
+    attrs.into_iter().fold(def, OpDef::attr)
 }
 
 /// Dtype inference for the multi-precision operators: the inputs listed in

@@ -9,13 +9,11 @@
 //! `sgd_mom_update` (without momentum: `w = w - lr*wd*w - lr*g`), in the
 //! weight's precision or, for `mp_`, on the float32 master copy.
 
-use super::kernel::update_elementwise;
-use super::sgd::Sgd;
-use super::with_mp_dtype;
+use super::sgd::{run, Momentum, Sgd};
 use super::{clip_attr, rescale_attr};
 use crate::attrs::Attrs;
 use crate::shape::Shape;
-use crate::{registry, AttrKind, AttrSpec, DType, Error, FloatElement, NDArray, OpContext, OpDef, Result};
+use crate::{registry, AttrKind, AttrSpec, DType, Error, NDArray, OpContext, OpDef, Result};
 use std::sync::Arc;
 
 /// The parsed per-weight learning rates and weight decays.
@@ -157,39 +155,11 @@ fn forward(layout: Layout, ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -
     let stride = layout.stride();
     for (i, out) in outs.iter().enumerate() {
         let g = &ins[i * stride..(i + 1) * stride];
-        let (lr, wd) = (pw.lrs[i], pw.wds[i]);
-        let req = ctx.req[i];
-        let result = if layout.mp {
-            let p = Sgd::<f32>::new(lr, wd, rescale, clip, momentum);
-            with_mp_dtype!(g[0].dtype(), T => {
-                if layout.momentum {
-                    update_elementwise::<T, f32, 2>(req, &g[0], &g[1], [&g[2], &g[3]], ["mom", "weight32"], out, |_, gr, s| {
-                        let [mom, w32] = s;
-                        *w32 = p.mom_step(*w32, gr, mom);
-                        *w32
-                    })
-                } else {
-                    update_elementwise::<T, f32, 1>(req, &g[0], &g[1], [&g[2]], ["weight32"], out, |_, gr, s| {
-                        s[0] = p.mom_step(s[0], gr, &mut 0.0);
-                        s[0]
-                    })
-                }
-            })
-        } else {
-            crate::with_float_dtype!(g[0].dtype(), T => {
-                let p = Sgd::<<T as FloatElement>::Compute>::new(lr, wd, rescale, clip, momentum);
-                if layout.momentum {
-                    update_elementwise::<T, T, 1>(req, &g[0], &g[1], [&g[2]], ["mom"], out, |w, gr, s| {
-                        p.mom_step(w, gr, &mut s[0])
-                    })
-                } else {
-                    update_elementwise::<T, T, 0>(req, &g[0], &g[1], [], [], out, |w, gr, _| {
-                        p.mom_step(w, gr, &mut num_traits::Zero::zero())
-                    })
-                }
-            })
-        };
-        result.map_err(|e| Error::Invalid(format!("weight {i}: {e}")))?;
+        let p = Sgd { lr: pw.lrs[i], wd: pw.wds[i], rescale, clip, momentum };
+        let mom = layout.momentum.then(|| &g[2]);
+        let w32 = layout.mp.then(|| &g[stride - 1]);
+        run::<Momentum>(p, ctx.req[i], &g[0], &g[1], mom, w32, out)
+            .map_err(|e| Error::Invalid(format!("weight {i}: {e}")))?;
     }
     Ok(())
 }

@@ -10,8 +10,8 @@
 //!
 //! `clip_weights >= 0` clips the new weight to `[-clip_weights, clip_weights]`.
 
-use super::kernel::{clip, cst, update_elementwise};
-use super::{clip_attr, lr_attr, rescale_attr, update_op, wd_attr};
+use super::kernel::{clip, cst, floats, update_elementwise};
+use super::{decay_attrs, lr_attr, update_op};
 use crate::attrs::Attrs;
 use crate::{registry, AttrKind, AttrSpec, FloatElement, NDArray, OpContext, Result};
 use num_traits::{Float, One};
@@ -30,15 +30,9 @@ struct Hyper<C> {
 
 impl<C: Float> Hyper<C> {
     fn from_attrs(a: &Attrs) -> Result<Hyper<C>> {
-        Ok(Hyper {
-            lr: cst(a.float("lr")?),
-            gamma1: cst(a.float("gamma1")?),
-            epsilon: cst(a.float("epsilon")?),
-            wd: cst(a.float("wd")?),
-            rescale: cst(a.float("rescale_grad")?),
-            clip_gradient: cst(a.float("clip_gradient")?),
-            clip_weights: cst(a.float("clip_weights")?),
-        })
+        let names = ["lr", "gamma1", "epsilon", "wd", "rescale_grad", "clip_gradient", "clip_weights"];
+        let [lr, gamma1, epsilon, wd, rescale, clip_gradient, clip_weights] = floats(a, names)?;
+        Ok(Hyper { lr, gamma1, epsilon, wd, rescale, clip_gradient, clip_weights })
     }
 
     /// The rescaled, decayed and clipped gradient.
@@ -96,21 +90,28 @@ fn rmspropalex(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()>
     })
 }
 
-fn gamma1_attr() -> AttrSpec {
-    AttrSpec::optional("gamma1", AttrKind::Float, 0.95, "The decay rate of the moving averages.")
-}
-
-fn epsilon_attr() -> AttrSpec {
-    AttrSpec::optional("epsilon", AttrKind::Float, 1e-8, "A small constant for numerical stability.")
-}
-
-fn clip_weights_attr() -> AttrSpec {
-    AttrSpec::optional(
+/// `lr`, `gamma1`, then `gamma2` (the centered form's), `epsilon`, `wd`,
+/// `rescale_grad`, `clip_gradient`, `clip_weights`.
+fn rmsprop_attrs(gamma2: Option<AttrSpec>) -> Vec<AttrSpec> {
+    let mut attrs = vec![
+        lr_attr(),
+        AttrSpec::optional("gamma1", AttrKind::Float, 0.95, "The decay rate of the moving averages."),
+    ];
+    attrs.extend(gamma2);
+    attrs.push(AttrSpec::optional(
+        "epsilon",
+        AttrKind::Float,
+        1e-8,
+        "A small constant for numerical stability.",
+    ));
+    attrs.extend(decay_attrs());
+    attrs.push(AttrSpec::optional(
         "clip_weights",
         AttrKind::Float,
         -1.0,
         "Clip the updated weight to [-clip_weights, clip_weights]; a negative value turns it off.",
-    )
+    ));
+    attrs
 }
 
 pub(super) fn register() {
@@ -122,14 +123,8 @@ pub(super) fn register() {
              clip_weights when that is >= 0. Updates `n` in place and returns the new weight.",
             &["weight", "grad", "n"],
             &[2],
+            rmsprop_attrs(None),
         )
-        .attr(lr_attr())
-        .attr(gamma1_attr())
-        .attr(epsilon_attr())
-        .attr(wd_attr())
-        .attr(rescale_attr())
-        .attr(clip_attr())
-        .attr(clip_weights_attr())
         .forward(rmsprop),
     );
     registry::register(
@@ -141,15 +136,13 @@ pub(super) fn register() {
              clip_weights when that is >= 0). Updates `n`, `g` and `delta` in place.",
             &["weight", "grad", "n", "g", "delta"],
             &[2, 3, 4],
+            rmsprop_attrs(Some(AttrSpec::optional(
+                "gamma2",
+                AttrKind::Float,
+                0.9,
+                "The decay rate of the momentum `delta`.",
+            ))),
         )
-        .attr(lr_attr())
-        .attr(gamma1_attr())
-        .attr(AttrSpec::optional("gamma2", AttrKind::Float, 0.9, "The decay rate of the momentum `delta`."))
-        .attr(epsilon_attr())
-        .attr(wd_attr())
-        .attr(rescale_attr())
-        .attr(clip_attr())
-        .attr(clip_weights_attr())
         .forward(rmspropalex),
     );
 }

@@ -16,11 +16,9 @@
 //! `wd > 0`).
 
 use super::kernel::{cst, rescaled, update_elementwise};
-use super::{
-    clip_attr, lazy_attr, lr_attr, momentum_attr, mp_dtype, rescale_attr, update_op, wd_attr, with_mp_dtype,
-};
-use crate::{registry, FloatElement, NDArray, OpContext, Result};
-use num_traits::Float;
+use super::{decay_attrs, lazy_attr, lr_attr, momentum_attr, mp_dtype, update_op, with_mp_dtype};
+use crate::{registry, AttrSpec, FloatElement, NDArray, OpContext, Req, Result};
+use num_traits::{Float, Zero};
 
 /// The hyper-parameters of the SGD family in compute type `C`.
 #[derive(Clone, Copy)]
@@ -32,109 +30,137 @@ pub(super) struct Sgd<C> {
     pub(super) momentum: C,
 }
 
-impl<C: Float> Sgd<C> {
+impl Sgd<f64> {
     /// Reads the attributes (`momentum` is 0 for operators without one).
-    fn from_ctx(ctx: &OpContext) -> Result<Sgd<C>> {
+    fn from_ctx(ctx: &OpContext) -> Result<Sgd<f64>> {
         let a = ctx.attrs;
-        let momentum = if a.get("momentum").is_ok() { a.float("momentum")? } else { 0.0 };
-        Ok(Sgd::new(
-            a.float("lr")?,
-            a.float("wd")?,
-            a.float("rescale_grad")?,
-            a.float("clip_gradient")?,
-            momentum,
-        ))
+        Ok(Sgd {
+            lr: a.float("lr")?,
+            wd: a.float("wd")?,
+            rescale: a.float("rescale_grad")?,
+            clip: a.float("clip_gradient")?,
+            momentum: if a.get("momentum").is_ok() { a.float("momentum")? } else { 0.0 },
+        })
     }
 
-    /// From values in `f64`.
-    pub(super) fn new(lr: f64, wd: f64, rescale: f64, clip: f64, momentum: f64) -> Sgd<C> {
-        Sgd { lr: cst(lr), wd: cst(wd), rescale: cst(rescale), clip: cst(clip), momentum: cst(momentum) }
+    /// The same values in compute type `C`.
+    fn cast<C: Float>(&self) -> Sgd<C> {
+        Sgd {
+            lr: cst(self.lr),
+            wd: cst(self.wd),
+            rescale: cst(self.rescale),
+            clip: cst(self.clip),
+            momentum: cst(self.momentum),
+        }
     }
+}
 
-    /// One plain step: returns the new weight.
+/// How an SGD-family operator steps one element: [`Plain`], [`Momentum`]
+/// or [`Nesterov`].
+pub(super) trait Rule {
+    /// Whether the operator has a momentum state.
+    const MOMENTUM: bool;
+
+    /// The new weight from weight `w` and gradient `g`; updates `mom`.
+    fn apply<C: Float>(p: &Sgd<C>, w: C, g: C, mom: &mut C) -> C;
+}
+
+/// `sgd_update`: `w = (1 - lr*wd)*w - lr*g`.
+pub(super) struct Plain;
+
+impl Rule for Plain {
+    const MOMENTUM: bool = false;
+
     #[inline(always)]
-    pub(super) fn step(&self, w: C, g: C) -> C {
-        (C::one() - self.lr * self.wd) * w - self.lr * rescaled(g, self.rescale, self.clip)
+    fn apply<C: Float>(p: &Sgd<C>, w: C, g: C, _mom: &mut C) -> C {
+        (C::one() - p.lr * p.wd) * w - p.lr * rescaled(g, p.rescale, p.clip)
     }
+}
 
-    /// One momentum step: updates `mom`, returns the new weight.
+/// `sgd_mom_update`: `mom = momentum*mom - lr*wd*w - lr*g; w = w + mom`.
+pub(super) struct Momentum;
+
+impl Rule for Momentum {
+    const MOMENTUM: bool = true;
+
     #[inline(always)]
-    pub(super) fn mom_step(&self, w: C, g: C, mom: &mut C) -> C {
-        *mom = self.momentum * *mom - self.lr * self.wd * w - self.lr * rescaled(g, self.rescale, self.clip);
+    fn apply<C: Float>(p: &Sgd<C>, w: C, g: C, mom: &mut C) -> C {
+        *mom = p.momentum * *mom - p.lr * p.wd * w - p.lr * rescaled(g, p.rescale, p.clip);
         w + *mom
     }
+}
 
-    /// One Nesterov step: updates `mom`, returns the new weight.
+/// `nag_mom_update`: the Nesterov step.
+pub(super) struct Nesterov;
+
+impl Rule for Nesterov {
+    const MOMENTUM: bool = true;
+
     #[inline(always)]
-    fn nag_step(&self, w: C, g: C, mom: &mut C) -> C {
-        let d = rescaled(g, self.rescale, self.clip) + self.wd * w;
-        let m = self.momentum * *mom;
-        *mom = m - self.lr * d;
-        w - m + (self.momentum + C::one()) * (m - self.lr * d)
+    fn apply<C: Float>(p: &Sgd<C>, w: C, g: C, mom: &mut C) -> C {
+        let d = rescaled(g, p.rescale, p.clip) + p.wd * w;
+        let m = p.momentum * *mom;
+        *mom = m - p.lr * d;
+        w - m + (p.momentum + C::one()) * (m - p.lr * d)
     }
 }
 
-fn sgd(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
-    crate::with_float_dtype!(ins[0].dtype(), T => {
-        let p = Sgd::<<T as FloatElement>::Compute>::from_ctx(ctx)?;
-        update_elementwise::<T, T, 0>(ctx.req[0], &ins[0], &ins[1], [], [], &outs[0], |w, g, _| p.step(w, g))
-    })
-}
-
-fn sgd_mom(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
-    crate::with_float_dtype!(ins[0].dtype(), T => {
-        let p = Sgd::<<T as FloatElement>::Compute>::from_ctx(ctx)?;
-        update_elementwise::<T, T, 1>(ctx.req[0], &ins[0], &ins[1], [&ins[2]], ["mom"], &outs[0], |w, g, s| {
-            p.mom_step(w, g, &mut s[0])
-        })
-    })
-}
-
-fn nag_mom(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
-    crate::with_float_dtype!(ins[0].dtype(), T => {
-        let p = Sgd::<<T as FloatElement>::Compute>::from_ctx(ctx)?;
-        update_elementwise::<T, T, 1>(ctx.req[0], &ins[0], &ins[1], [&ins[2]], ["mom"], &outs[0], |w, g, s| {
-            p.nag_step(w, g, &mut s[0])
-        })
-    })
-}
-
-fn mp_sgd(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
-    let p = Sgd::<f32>::from_ctx(ctx)?;
-    with_mp_dtype!(ins[0].dtype(), T => {
-        update_elementwise::<T, f32, 1>(ctx.req[0], &ins[0], &ins[1], [&ins[2]], ["weight32"], &outs[0], |_, g, s| {
-            s[0] = p.step(s[0], g);
+/// One SGD-family update of `weight` into `out` under `req` with rule `R`:
+/// `mom` is the momentum state (`None`: a zero momentum each step), `w32`
+/// the float32 master copy (`None`: the weight's own precision).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run<R: Rule>(
+    p: Sgd<f64>,
+    req: Req,
+    weight: &NDArray,
+    grad: &NDArray,
+    mom: Option<&NDArray>,
+    w32: Option<&NDArray>,
+    out: &NDArray,
+) -> Result<()> {
+    let Some(w32) = w32 else {
+        return crate::with_float_dtype!(weight.dtype(), T => {
+            let p = p.cast::<<T as FloatElement>::Compute>();
+            match mom {
+                Some(m) => update_elementwise::<T, T, 1>(req, weight, grad, [m], ["mom"], out, |w, g, s| {
+                    R::apply(&p, w, g, &mut s[0])
+                }),
+                None => update_elementwise::<T, T, 0>(req, weight, grad, [], [], out, |w, g, _| {
+                    R::apply(&p, w, g, &mut Zero::zero())
+                }),
+            }
+        });
+    };
+    let p = p.cast::<f32>();
+    with_mp_dtype!(weight.dtype(), T => match mom {
+        Some(m) => update_elementwise::<T, f32, 2>(req, weight, grad, [m, w32], ["mom", "weight32"], out, |_, g, s| {
+            let [mom, w32] = s;
+            *w32 = R::apply(&p, *w32, g, mom);
+            *w32
+        }),
+        None => update_elementwise::<T, f32, 1>(req, weight, grad, [w32], ["weight32"], out, |_, g, s| {
+            s[0] = R::apply(&p, s[0], g, &mut 0.0);
             s[0]
-        })
+        }),
     })
 }
 
-fn mp_sgd_mom(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
-    let p = Sgd::<f32>::from_ctx(ctx)?;
-    with_mp_dtype!(ins[0].dtype(), T => {
-        update_elementwise::<T, f32, 2>(
-            ctx.req[0], &ins[0], &ins[1], [&ins[2], &ins[3]], ["mom", "weight32"], &outs[0],
-            |_, g, s| {
-                let [mom, w32] = s;
-                *w32 = p.mom_step(*w32, g, mom);
-                *w32
-            },
-        )
-    })
+/// The kernel of a single-weight operator: inputs `weight, grad`, then
+/// `mom` when `R` has one, then `weight32` when `MP`.
+fn forward<R: Rule, const MP: bool>(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
+    let mom = R::MOMENTUM.then(|| &ins[2]);
+    let w32 = MP.then(|| &ins[2 + R::MOMENTUM as usize]);
+    run::<R>(Sgd::from_ctx(ctx)?, ctx.req[0], &ins[0], &ins[1], mom, w32, &outs[0])
 }
 
-fn mp_nag_mom(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
-    let p = Sgd::<f32>::from_ctx(ctx)?;
-    with_mp_dtype!(ins[0].dtype(), T => {
-        update_elementwise::<T, f32, 2>(
-            ctx.req[0], &ins[0], &ins[1], [&ins[2], &ins[3]], ["mom", "weight32"], &outs[0],
-            |_, g, s| {
-                let [mom, w32] = s;
-                *w32 = p.nag_step(*w32, g, mom);
-                *w32
-            },
-        )
-    })
+/// `lr`, `momentum` (with one), `wd`, `rescale_grad`, `clip_gradient` and
+/// `lazy_update` (if `lazy`).
+fn sgd_attrs(momentum: bool, lazy: bool) -> Vec<AttrSpec> {
+    let mut attrs = vec![lr_attr()];
+    attrs.extend(momentum.then(momentum_attr));
+    attrs.extend(decay_attrs());
+    attrs.extend(lazy.then(lazy_attr));
+    attrs
 }
 
 pub(super) fn register() {
@@ -145,13 +171,9 @@ pub(super) fn register() {
              (pass the weight as `out` to update it in place).",
             &["weight", "grad"],
             &[],
+            sgd_attrs(false, true),
         )
-        .attr(lr_attr())
-        .attr(wd_attr())
-        .attr(rescale_attr())
-        .attr(clip_attr())
-        .attr(lazy_attr())
-        .forward(sgd),
+        .forward(forward::<Plain, false>),
     );
     registry::register(
         update_op(
@@ -160,14 +182,9 @@ pub(super) fn register() {
              weight = weight + mom. Updates `mom` in place and returns the new weight.",
             &["weight", "grad", "mom"],
             &[2],
+            sgd_attrs(true, true),
         )
-        .attr(lr_attr())
-        .attr(momentum_attr())
-        .attr(wd_attr())
-        .attr(rescale_attr())
-        .attr(clip_attr())
-        .attr(lazy_attr())
-        .forward(sgd_mom),
+        .forward(forward::<Momentum, false>),
     );
     registry::register(
         update_op(
@@ -177,13 +194,9 @@ pub(super) fn register() {
              and returns the new weight.",
             &["weight", "grad", "mom"],
             &[2],
+            sgd_attrs(true, false),
         )
-        .attr(lr_attr())
-        .attr(momentum_attr())
-        .attr(wd_attr())
-        .attr(rescale_attr())
-        .attr(clip_attr())
-        .forward(nag_mom),
+        .forward(forward::<Nesterov, false>),
     );
     registry::register(
         update_op(
@@ -192,14 +205,10 @@ pub(super) fn register() {
              (updated in place); returns it rounded to the weight's dtype.",
             &["weight", "grad", "weight32"],
             &[2],
+            sgd_attrs(false, true),
         )
-        .attr(lr_attr())
-        .attr(wd_attr())
-        .attr(rescale_attr())
-        .attr(clip_attr())
-        .attr(lazy_attr())
         .infer_type(mp_dtype(&[2]))
-        .forward(mp_sgd),
+        .forward(forward::<Plain, true>),
     );
     registry::register(
         update_op(
@@ -209,15 +218,10 @@ pub(super) fn register() {
              to the weight's dtype.",
             &["weight", "grad", "mom", "weight32"],
             &[2, 3],
+            sgd_attrs(true, true),
         )
-        .attr(lr_attr())
-        .attr(momentum_attr())
-        .attr(wd_attr())
-        .attr(rescale_attr())
-        .attr(clip_attr())
-        .attr(lazy_attr())
         .infer_type(mp_dtype(&[2, 3]))
-        .forward(mp_sgd_mom),
+        .forward(forward::<Momentum, true>),
     );
     registry::register(
         update_op(
@@ -227,13 +231,9 @@ pub(super) fn register() {
              to the weight's dtype.",
             &["weight", "grad", "mom", "weight32"],
             &[2, 3],
+            sgd_attrs(true, false),
         )
-        .attr(lr_attr())
-        .attr(momentum_attr())
-        .attr(wd_attr())
-        .attr(rescale_attr())
-        .attr(clip_attr())
         .infer_type(mp_dtype(&[2, 3]))
-        .forward(mp_nag_mom),
+        .forward(forward::<Nesterov, true>),
     );
 }

@@ -7,8 +7,8 @@
 //!   `mom = momentum*mom - (1-momentum)*(wd*w + g)`,
 //!   `w = (1 - lr*wd_lh)*w + lr*sign(mom)`.
 
-use super::kernel::{cst, rescaled, sign, update_elementwise};
-use super::{clip_attr, lr_attr, momentum_attr, rescale_attr, update_op, wd_attr};
+use super::kernel::{floats, rescaled, sign, update_elementwise};
+use super::{decay_attrs, lr_attr, momentum_attr, update_op};
 use crate::{registry, AttrKind, AttrSpec, FloatElement, NDArray, OpContext, Result};
 use num_traits::One;
 
@@ -16,7 +16,7 @@ fn signsgd(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
     let a = ctx.attrs;
     crate::with_float_dtype!(ins[0].dtype(), T => {
         type C = <T as FloatElement>::Compute;
-        let (lr, wd): (C, C) = (cst(a.float("lr")?), cst(a.float("wd")?));
+        let [lr, wd]: [C; 2] = floats(a, ["lr", "wd"])?;
         update_elementwise::<T, T, 0>(ctx.req[0], &ins[0], &ins[1], [], [], &outs[0], |w, g, _| {
             (C::one() - lr * wd) * w - lr * sign(g)
         })
@@ -27,14 +27,8 @@ fn signum(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
     let a = ctx.attrs;
     crate::with_float_dtype!(ins[0].dtype(), T => {
         type C = <T as FloatElement>::Compute;
-        let (lr, mu, wd, rs, cg, wd_lh): (C, C, C, C, C, C) = (
-            cst(a.float("lr")?),
-            cst(a.float("momentum")?),
-            cst(a.float("wd")?),
-            cst(a.float("rescale_grad")?),
-            cst(a.float("clip_gradient")?),
-            cst(a.float("wd_lh")?),
-        );
+        let [lr, mu, wd, rs, cg, wd_lh]: [C; 6] =
+            floats(a, ["lr", "momentum", "wd", "rescale_grad", "clip_gradient", "wd_lh"])?;
         update_elementwise::<T, T, 1>(ctx.req[0], &ins[0], &ins[1], [&ins[2]], ["mom"], &outs[0], |w, g, s| {
             s[0] = mu * s[0] - (C::one() - mu) * wd * w - (C::one() - mu) * rescaled(g, rs, cg);
             (C::one() - lr * wd_lh) * w + lr * sign(s[0])
@@ -49,11 +43,8 @@ pub(super) fn register() {
             "SignSGD update: weight = (1 - lr*wd)*weight - lr*sign(grad). Returns the new weight.",
             &["weight", "grad"],
             &[],
+            [lr_attr()].into_iter().chain(decay_attrs()),
         )
-        .attr(lr_attr())
-        .attr(wd_attr())
-        .attr(rescale_attr())
-        .attr(clip_attr())
         .forward(signsgd),
     );
     registry::register(
@@ -63,18 +54,13 @@ pub(super) fn register() {
              weight = (1 - lr*wd_lh)*weight + lr*sign(mom). Updates `mom` in place and returns the new weight.",
             &["weight", "grad", "mom"],
             &[2],
+            [lr_attr(), momentum_attr()].into_iter().chain(decay_attrs()).chain([AttrSpec::optional(
+                "wd_lh",
+                AttrKind::Float,
+                0.0,
+                "Decoupled weight decay (Loshchilov & Hutter), applied to the weight directly.",
+            )]),
         )
-        .attr(lr_attr())
-        .attr(momentum_attr())
-        .attr(wd_attr())
-        .attr(rescale_attr())
-        .attr(clip_attr())
-        .attr(AttrSpec::optional(
-            "wd_lh",
-            AttrKind::Float,
-            0.0,
-            "Decoupled weight decay (Loshchilov & Hutter), applied to the weight directly.",
-        ))
         .forward(signum),
     );
 }
