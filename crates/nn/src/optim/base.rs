@@ -5,7 +5,7 @@
 
 use super::lr_scheduler::SharedScheduler;
 use super::ParamValue;
-use oxnet_core::{Error, Result};
+use oxnet_core::{DType, Error, NDArray, Result};
 use std::collections::{BTreeMap, HashMap};
 
 /// The learning rate used when neither a rate nor a scheduler is given.
@@ -200,10 +200,22 @@ impl OptimizerBase {
 
     /// The clipping bound the update operators take (`-1`: none).
     pub fn clip_attr(&self) -> f64 {
-        match self.clip_gradient {
-            Some(c) if c > 0.0 => c,
-            _ => -1.0,
-        }
+        positive_or_off(self.clip_gradient)
+    }
+
+    /// Whether a weight of `dtype` is updated through a float32 master copy
+    /// (`multi_precision` and a float16/bfloat16 weight).
+    pub fn keeps_master_copy(&self, dtype: DType) -> bool {
+        self.multi_precision && matches!(dtype, DType::F16 | DType::BF16)
+    }
+
+    /// Starts an update of parameter `index`: checks that its `state` holds
+    /// `n` arrays, counts the update, and returns the parameter's learning
+    /// rate, weight decay and update count.
+    pub(crate) fn begin_update(&mut self, index: usize, state: &[NDArray], n: usize) -> Result<Step> {
+        super::ops::expect_state(self.name, index, state, n)?;
+        self.update_count(&[index]);
+        Ok(Step { lr: self.lr_of(index)?, wd: self.wd_of(index), t: self.index_update_count(index) })
     }
 
     /// The learning rate of each of `indices`: the current rate times each
@@ -317,6 +329,24 @@ impl OptimizerBase {
     }
 }
 
+/// What one update of one parameter uses (from [`OptimizerBase::begin_update`]).
+pub(crate) struct Step {
+    /// The parameter's learning rate (with its multiplier).
+    pub lr: f64,
+    /// The parameter's weight decay (with its multiplier).
+    pub wd: f64,
+    /// How many updates the parameter has received, this one included.
+    pub t: u64,
+}
+
+/// A bound the update operators take: `c` when positive, else `-1` (off).
+pub(crate) fn positive_or_off(c: Option<f64>) -> f64 {
+    match c {
+        Some(c) if c > 0.0 => c,
+        _ => -1.0,
+    }
+}
+
 /// Locks a shared scheduler, turning a poisoned lock into an error.
 pub(crate) fn lock(
     s: &SharedScheduler,
@@ -333,6 +363,30 @@ pub(crate) struct Text<'a> {
     pub key: &'a str,
     /// Its text.
     pub text: &'a str,
+}
+
+/// A hyper-parameter type parsed from its [`Text`]: `f64`, `Option<f64>`, `bool`.
+pub(crate) trait FromText: Sized {
+    /// Parses `text`, an error naming the optimizer and the key.
+    fn from_text(text: &Text<'_>) -> Result<Self>;
+}
+
+impl FromText for f64 {
+    fn from_text(text: &Text<'_>) -> Result<f64> {
+        text.f64()
+    }
+}
+
+impl FromText for Option<f64> {
+    fn from_text(text: &Text<'_>) -> Result<Option<f64>> {
+        text.opt_f64()
+    }
+}
+
+impl FromText for bool {
+    fn from_text(text: &Text<'_>) -> Result<bool> {
+        text.bool()
+    }
 }
 
 impl Text<'_> {

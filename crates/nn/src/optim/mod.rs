@@ -27,6 +27,9 @@
 //! assert_eq!(w.to_vec::<f32>().unwrap(), vec![0.75, 2.25]);
 //! ```
 
+#[macro_use]
+mod declare;
+
 mod adagrad;
 mod adam;
 mod adamax;
@@ -94,10 +97,29 @@ impl fmt::Display for ParamValue {
     }
 }
 
+impl From<f64> for ParamValue {
+    fn from(x: f64) -> ParamValue {
+        ParamValue::Float(x)
+    }
+}
+
+impl From<Option<f64>> for ParamValue {
+    fn from(x: Option<f64>) -> ParamValue {
+        ParamValue::OptFloat(x)
+    }
+}
+
+impl From<bool> for ParamValue {
+    fn from(b: bool) -> ParamValue {
+        ParamValue::Bool(b)
+    }
+}
+
 /// An optimizer: creates per-parameter states and applies updates.
 ///
 /// Implementors hold an [`OptimizerBase`] and implement [`create_state`],
-/// [`update`] and their own hyper-parameters; multi-precision (a float32
+/// [`update`] and their own hyper-parameters (the built-in ones declare
+/// those with the macros of `declare.rs`); multi-precision (a float32
 /// master copy for float16/bfloat16 weights) and multi-tensor updates have
 /// default implementations that optimizers with fused operators replace.
 ///
@@ -141,7 +163,7 @@ pub trait Optimizer: Send {
     /// [`create_state`](Optimizer::create_state), with a float32 master copy
     /// appended for float16/bfloat16 weights under `multi_precision`.
     fn create_state_multi_precision(&self, index: usize, weight: &NDArray) -> Result<State> {
-        if self.base().multi_precision && ops::is_low_precision(weight.dtype()) {
+        if self.base().keeps_master_copy(weight.dtype()) {
             let master = weight.astype(DType::F32)?;
             let mut state = self.create_state(index, &master)?;
             state.push(master);
@@ -161,7 +183,7 @@ pub trait Optimizer: Send {
         grad: &NDArray,
         state: &[NDArray],
     ) -> Result<()> {
-        if !(self.base().multi_precision && ops::is_low_precision(weight.dtype())) {
+        if !self.base().keeps_master_copy(weight.dtype()) {
             return self.update(index, weight, grad, state);
         }
         let Some((master, inner)) = state.split_last() else {
@@ -257,11 +279,6 @@ pub fn all_params(opt: &dyn Optimizer) -> Vec<(&'static str, ParamValue)> {
     let mut v = opt.params();
     v.extend(opt.base().params());
     v
-}
-
-/// Parses the text of an own hyper-parameter for optimizer `opt`.
-pub(crate) fn text<'a>(opt: &'a str, key: &'a str, value: &'a str) -> base::Text<'a> {
-    base::Text { opt, key, text: value }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! the weight (`sgd_mom_update` with `out = weight`), or, for optimizers
 //! MXNet has no fused operator for, element-wise operators composed here.
 
+use super::{OptimizerBase, State};
 use oxnet_core::{autograd, invoke1, invoke_into, registry, AttrValue, DType, Error, NDArray, Req, Result};
 
 /// Runs update operator `op` on `inputs`, writing the new weights into
@@ -18,6 +19,37 @@ pub(crate) fn fused(
     let parsed = handle.parse_attrs(attrs)?;
     let reqs = vec![Req::Inplace; outs.len()];
     invoke_into(&handle, inputs, &parsed, outs, &reqs)
+}
+
+/// Runs update operator `op` on `weight`, `grad` and then `rest` (the
+/// state's arrays, and whatever else the operator takes), writing the new
+/// weight into `weight`.
+pub(crate) fn fused_step(
+    op: &str,
+    weight: &NDArray,
+    grad: &NDArray,
+    rest: &[NDArray],
+    attrs: &[(&str, AttrValue)],
+) -> Result<()> {
+    let mut inputs = vec![weight, grad];
+    inputs.extend(rest);
+    fused(op, &inputs, attrs, std::slice::from_ref(weight))
+}
+
+/// The attributes every update operator takes about the gradient:
+/// `rescale_grad` and `clip_gradient`.
+pub(crate) fn grad_attrs(base: &OptimizerBase) -> Vec<(&'static str, AttrValue)> {
+    vec![
+        ("rescale_grad", AttrValue::Float(base.rescale_grad)),
+        ("clip_gradient", AttrValue::Float(base.clip_attr())),
+    ]
+}
+
+/// `lr` and `wd`, then [`grad_attrs`].
+pub(crate) fn step_attrs(base: &OptimizerBase, lr: f64, wd: f64) -> Vec<(&'static str, AttrValue)> {
+    let mut attrs = vec![("lr", AttrValue::Float(lr)), ("wd", AttrValue::Float(wd))];
+    attrs.extend(grad_attrs(base));
+    attrs
 }
 
 /// Runs operator `op` and returns its first output.
@@ -76,14 +108,32 @@ pub(crate) fn clip(a: &NDArray, c: f64) -> Result<NDArray> {
     call("clip", &[a], &[("a_min", AttrValue::Float(-c)), ("a_max", AttrValue::Float(c))])
 }
 
-/// The rescaled gradient `grad * rescale`, clipped to `[-c, c]` when `clip > 0`.
-pub(crate) fn rescaled_grad(grad: &NDArray, rescale: f64, clip_bound: f64) -> Result<NDArray> {
-    let g = mul_s(grad, rescale)?;
-    if clip_bound > 0.0 {
-        clip(&g, clip_bound)
-    } else {
-        Ok(g)
+/// `beta * a + (1 - beta) * b`.
+pub(crate) fn blend(a: &NDArray, b: &NDArray, beta: f64) -> Result<NDArray> {
+    add(&mul_s(a, beta)?, &mul_s(b, 1.0 - beta)?)
+}
+
+/// `g` clipped to the base's `[-clip_gradient, clip_gradient]`, if any.
+fn clipped(base: &OptimizerBase, g: NDArray) -> Result<NDArray> {
+    match base.clip_attr() {
+        c if c > 0.0 => clip(&g, c),
+        _ => Ok(g),
     }
+}
+
+/// The gradient as the optimizer sees it: `grad * rescale_grad`, clipped.
+pub(crate) fn rescaled_grad(base: &OptimizerBase, grad: &NDArray) -> Result<NDArray> {
+    clipped(base, mul_s(grad, base.rescale_grad)?)
+}
+
+/// The gradient with weight decay: `grad * rescale_grad + wd * weight`, clipped.
+pub(crate) fn decayed_grad(
+    base: &OptimizerBase,
+    grad: &NDArray,
+    weight: &NDArray,
+    wd: f64,
+) -> Result<NDArray> {
+    clipped(base, add(&mul_s(grad, base.rescale_grad)?, &mul_s(weight, wd)?)?)
 }
 
 /// The L2 norm of `a`, computed in float32 (as MXNet's optimizers take it).
@@ -102,6 +152,11 @@ pub(crate) fn zeros(weight: &NDArray, dtype: DType) -> Result<NDArray> {
     NDArray::zeros(weight.shape(), dtype, weight.device())
 }
 
+/// A state of `n` zero arrays shaped like `weight`, of its dtype.
+pub(crate) fn zeros_state(weight: &NDArray, n: usize) -> Result<State> {
+    (0..n).map(|_| zeros(weight, weight.dtype())).collect()
+}
+
 /// Formats floats as the tuple text the multi-tensor operators take.
 pub(crate) fn tuple(values: &[f64]) -> AttrValue {
     let parts: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
@@ -118,9 +173,4 @@ pub(crate) fn expect_state(opt: &str, index: usize, state: &[NDArray], n: usize)
         )));
     }
     Ok(())
-}
-
-/// True for the dtypes multi-precision keeps float32 master copies of.
-pub(crate) fn is_low_precision(dtype: DType) -> bool {
-    matches!(dtype, DType::F16 | DType::BF16)
 }

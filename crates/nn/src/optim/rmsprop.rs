@@ -2,111 +2,49 @@
 //! fused `rmsprop_update` (state `[n]`), or with `centered` Graves' form
 //! through `rmspropalex_update` (state `[n, g, delta]`).
 
-use super::ops::{self, expect_state, fused};
-use super::{text, Optimizer, OptimizerBase, ParamValue, State};
+use super::base::positive_or_off;
+use super::ops::{self, fused_step, step_attrs};
+use super::{Optimizer, OptimizerBase, State};
 use oxnet_core::{AttrValue, NDArray, Result};
 
-/// MXNet's `RMSProp` optimizer.
-pub struct RmsProp {
-    base: OptimizerBase,
-    /// Decay of the moving averages.
-    pub gamma1: f64,
-    /// Momentum of the centered form.
-    pub gamma2: f64,
-    /// Added under the square root.
-    pub epsilon: f64,
-    /// Use Graves' centered form.
-    pub centered: bool,
-    /// Clip updated weights to `[-c, c]` (`None` or 0: off).
-    pub clip_weights: Option<f64>,
-}
-
-impl Default for RmsProp {
-    fn default() -> Self {
-        RmsProp::new()
-    }
-}
-
-impl RmsProp {
-    /// RMSProp with MXNet's defaults (`learning_rate=0.001, gamma1=0.9,
-    /// gamma2=0.9, epsilon=1e-8, centered=False`).
-    pub fn new() -> RmsProp {
-        RmsProp {
-            base: OptimizerBase::new("rmsprop", Some(0.001)),
-            gamma1: 0.9,
-            gamma2: 0.9,
-            epsilon: 1e-8,
-            centered: false,
-            clip_weights: None,
-        }
+declare_optimizer! {
+    /// MXNet's `RMSProp` optimizer; default learning rate 0.001.
+    pub struct RmsProp {
+        base: OptimizerBase::new("rmsprop", Some(0.001)),
+        /// Decay of the moving averages.
+        pub gamma1: f64 = 0.9,
+        /// Momentum of the centered form.
+        pub gamma2: f64 = 0.9,
+        /// Added under the square root.
+        pub epsilon: f64 = 1e-8,
+        /// Use Graves' centered form.
+        pub centered: bool = false,
+        /// Clip updated weights to `[-c, c]` (`None` or 0: off).
+        pub clip_weights: Option<f64> = None,
     }
 }
 
 impl Optimizer for RmsProp {
-    fn name(&self) -> &'static str {
-        "rmsprop"
-    }
-
-    fn base(&self) -> &OptimizerBase {
-        &self.base
-    }
-
-    fn base_mut(&mut self) -> &mut OptimizerBase {
-        &mut self.base
-    }
-
-    fn params(&self) -> Vec<(&'static str, ParamValue)> {
-        vec![
-            ("gamma1", ParamValue::Float(self.gamma1)),
-            ("gamma2", ParamValue::Float(self.gamma2)),
-            ("epsilon", ParamValue::Float(self.epsilon)),
-            ("centered", ParamValue::Bool(self.centered)),
-            ("clip_weights", ParamValue::OptFloat(self.clip_weights)),
-        ]
-    }
-
-    fn set_param(&mut self, key: &str, value: &str) -> Result<bool> {
-        let t = text("rmsprop", key, value);
-        match key {
-            "gamma1" => self.gamma1 = t.f64()?,
-            "gamma2" => self.gamma2 = t.f64()?,
-            "epsilon" => self.epsilon = t.f64()?,
-            "centered" => self.centered = t.bool()?,
-            "clip_weights" => self.clip_weights = t.opt_f64()?,
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
+    optimizer_accessors!();
 
     fn create_state(&self, _index: usize, weight: &NDArray) -> Result<State> {
-        let n = if self.centered { 3 } else { 1 };
-        (0..n).map(|_| ops::zeros(weight, weight.dtype())).collect()
+        ops::zeros_state(weight, if self.centered { 3 } else { 1 })
     }
 
     fn update(&mut self, index: usize, weight: &NDArray, grad: &NDArray, state: &[NDArray]) -> Result<()> {
-        expect_state("rmsprop", index, state, if self.centered { 3 } else { 1 })?;
-        self.base.update_count(&[index]);
-        let clip_weights = match self.clip_weights {
-            Some(c) if c > 0.0 => c,
-            _ => -1.0,
-        };
-        let mut attrs = vec![
-            ("lr", AttrValue::Float(self.base.lr_of(index)?)),
-            ("wd", AttrValue::Float(self.base.wd_of(index))),
+        let step = self.base.begin_update(index, state, if self.centered { 3 } else { 1 })?;
+        let mut attrs = step_attrs(&self.base, step.lr, step.wd);
+        attrs.extend([
             ("gamma1", AttrValue::Float(self.gamma1)),
             ("epsilon", AttrValue::Float(self.epsilon)),
-            ("rescale_grad", AttrValue::Float(self.base.rescale_grad)),
-            ("clip_gradient", AttrValue::Float(self.base.clip_attr())),
-            ("clip_weights", AttrValue::Float(clip_weights)),
-        ];
-        let mut inputs = vec![weight, grad];
-        inputs.extend(state.iter());
+            ("clip_weights", AttrValue::Float(positive_or_off(self.clip_weights))),
+        ]);
         let op = if self.centered {
             attrs.push(("gamma2", AttrValue::Float(self.gamma2)));
             "rmspropalex_update"
         } else {
             "rmsprop_update"
         };
-        fused(op, &inputs, &attrs, std::slice::from_ref(weight))
+        fused_step(op, weight, grad, state, &attrs)
     }
 }
