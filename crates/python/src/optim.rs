@@ -169,6 +169,32 @@ impl OptimizerCore {
     fn set(&self, key: &str, value: String) -> PyResult<()> {
         self.with(|o| optim::set_param(o, key, &value))
     }
+
+    /// Reads the shared hyper-parameters and counts.
+    fn get<R>(&self, f: impl FnOnce(&OptimizerBase) -> R) -> PyResult<R> {
+        self.with(|o| Ok(f(o.base())))
+    }
+
+    /// Runs `f` on the shared part once the Parameters' multipliers `mults`
+    /// of `indices` are installed.
+    fn with_mults<R>(
+        &self,
+        indices: &[usize],
+        mults: &[Option<(f64, f64)>],
+        f: impl FnOnce(&OptimizerBase) -> oxnet_core::Result<R>,
+    ) -> PyResult<R> {
+        let mut g = try_lock(&self.inner, "optimizer")?;
+        install_mults(g.base_mut(), indices, mults)?;
+        f(g.base()).py()
+    }
+
+    /// Changes the shared hyper-parameters and counts.
+    fn set_base(&self, f: impl FnOnce(&mut OptimizerBase)) -> PyResult<()> {
+        self.with(|o| {
+            f(o.base_mut());
+            Ok(())
+        })
+    }
 }
 
 #[pymethods]
@@ -203,9 +229,10 @@ impl OptimizerCore {
     /// The fixed learning rate (MXNet's `lr` attribute).
     #[getter]
     fn lr(&self) -> PyResult<f64> {
-        self.with(|o| Ok(o.base().lr()))
+        self.get(|b| b.lr())
     }
 
+    /// Sets the fixed learning rate (`None`: the default or the scheduler's).
     #[setter]
     fn set_lr(&self, lr: Option<f64>) -> PyResult<()> {
         self.set("learning_rate", lr.map_or("None".into(), |v| format!("{v:?}")))
@@ -216,82 +243,76 @@ impl OptimizerCore {
         self.with(|o| o.base_mut().set_learning_rate(lr))
     }
 
+    /// Weight decay.
     #[getter]
     fn wd(&self) -> PyResult<f64> {
-        self.with(|o| Ok(o.base().wd))
+        self.get(|b| b.wd)
     }
 
+    /// Sets the weight decay.
     #[setter]
     fn set_wd(&self, wd: f64) -> PyResult<()> {
-        self.with(|o| {
-            o.base_mut().wd = wd;
-            Ok(())
-        })
+        self.set_base(|b| b.wd = wd)
     }
 
+    /// The factor applied to every gradient first.
     #[getter]
     fn rescale_grad(&self) -> PyResult<f64> {
-        self.with(|o| Ok(o.base().rescale_grad))
+        self.get(|b| b.rescale_grad)
     }
 
+    /// Sets the gradient factor.
     #[setter]
     fn set_rescale_grad(&self, v: f64) -> PyResult<()> {
-        self.with(|o| {
-            o.base_mut().rescale_grad = v;
-            Ok(())
-        })
+        self.set_base(|b| b.rescale_grad = v)
     }
 
+    /// The gradient clipping bound (`None`: no clipping).
     #[getter]
     fn clip_gradient(&self) -> PyResult<Option<f64>> {
-        self.with(|o| Ok(o.base().clip_gradient))
+        self.get(|b| b.clip_gradient)
     }
 
+    /// Sets the gradient clipping bound.
     #[setter]
     fn set_clip_gradient(&self, v: Option<f64>) -> PyResult<()> {
-        self.with(|o| {
-            o.base_mut().clip_gradient = v;
-            Ok(())
-        })
+        self.set_base(|b| b.clip_gradient = v)
     }
 
+    /// Whether float16/bfloat16 weights get float32 master copies.
     #[getter]
     fn multi_precision(&self) -> PyResult<bool> {
-        self.with(|o| Ok(o.base().multi_precision))
+        self.get(|b| b.multi_precision)
     }
 
+    /// Turns float32 master copies on or off.
     #[setter]
     fn set_multi_precision(&self, v: bool) -> PyResult<()> {
-        self.with(|o| {
-            o.base_mut().multi_precision = v;
-            Ok(())
-        })
+        self.set_base(|b| b.multi_precision = v)
     }
 
+    /// The largest update count of any parameter.
     #[getter]
     fn num_update(&self) -> PyResult<u64> {
-        self.with(|o| Ok(o.base().num_update()))
+        self.get(|b| b.num_update())
     }
 
+    /// Sets the update count the scheduler sees.
     #[setter]
     fn set_num_update(&self, n: u64) -> PyResult<()> {
-        self.with(|o| {
-            o.base_mut().set_num_update(n);
-            Ok(())
-        })
+        self.set_base(|b| b.set_num_update(n))
     }
 
+    /// The count every parameter starts from.
     #[getter]
     fn begin_num_update(&self) -> PyResult<u64> {
-        self.with(|o| Ok(o.base().begin_num_update()))
+        self.get(|b| b.begin_num_update())
     }
 
+    /// Sets the starting count (and the current one).
     #[setter]
     fn set_begin_num_update(&self, n: u64) -> PyResult<()> {
-        self.with(|o| {
-            o.base_mut().set_begin_num_update(n);
-            Ok(())
-        })
+        self.set_base(|b| b.set_begin_num_update(n))
     }
 
     /// Installs a scheduler: a `SchedulerCore` (shared with its Python
@@ -309,10 +330,7 @@ impl OptimizerCore {
 
     /// Counts one update of each index (MXNet's `_update_count`).
     fn update_count(&self, indices: Vec<usize>) -> PyResult<()> {
-        self.with(|o| {
-            o.base_mut().update_count(&indices);
-            Ok(())
-        })
+        self.set_base(|b| b.update_count(&indices))
     }
 
     /// Updates received by parameter `index`.
@@ -322,7 +340,7 @@ impl OptimizerCore {
 
     /// `(num_update, {index: count})`.
     fn counts<'py>(&self, py: Python<'py>) -> PyResult<(u64, Bound<'py, PyDict>)> {
-        let c = self.with(|o| Ok(o.base().counts().clone()))?;
+        let c = self.get(|b| b.counts().clone())?;
         let d = PyDict::new(py);
         for (i, n) in &c.per_index {
             d.set_item(i, n)?;
@@ -332,63 +350,51 @@ impl OptimizerCore {
 
     /// Replaces the update counts.
     fn set_counts(&self, num_update: u64, per_index: BTreeMap<usize, u64>) -> PyResult<()> {
-        self.with(|o| {
-            o.base_mut().set_counts(UpdateCounts { num_update, per_index });
-            Ok(())
-        })
+        self.set_base(|b| b.set_counts(UpdateCounts { num_update, per_index }))
     }
 
     /// Learning rates of `indices` with the Parameters' multipliers `mults`.
     fn lrs(&self, indices: Vec<usize>, mults: Vec<Option<(f64, f64)>>) -> PyResult<Vec<f64>> {
-        let mut g = try_lock(&self.inner, "optimizer")?;
-        install_mults(g.base_mut(), &indices, &mults)?;
-        g.base().lrs(&indices).py()
+        self.with_mults(&indices, &mults, |b| b.lrs(&indices))
     }
 
     /// Weight decays of `indices` with the Parameters' multipliers `mults`.
     fn wds(&self, indices: Vec<usize>, mults: Vec<Option<(f64, f64)>>) -> PyResult<Vec<f64>> {
-        let mut g = try_lock(&self.inner, "optimizer")?;
-        install_mults(g.base_mut(), &indices, &mults)?;
-        Ok(g.base().wds(&indices))
+        self.with_mults(&indices, &mults, |b| Ok(b.wds(&indices)))
     }
 
     /// The learning-rate multipliers by index or name.
     fn lr_mult<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let m = self.with(|o| Ok(o.base().lr_mult().clone()))?;
+        let m = self.get(|b| b.lr_mult().clone())?;
         mults_to(py, &m)
     }
 
     /// The weight-decay multipliers by index or name (with the defaults from names).
     fn wd_mult<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let m = self.with(|o| Ok(o.base().wd_mult().clone()))?;
+        let m = self.get(|b| b.wd_mult().clone())?;
         mults_to(py, &m)
     }
 
+    /// Replaces the learning-rate multipliers.
     fn set_lr_mult(&self, mult: &Bound<'_, PyDict>) -> PyResult<()> {
         let m = mults_from(mult)?;
-        self.with(|o| {
-            o.base_mut().set_lr_mult(m);
-            Ok(())
-        })
+        self.set_base(|b| b.set_lr_mult(m))
     }
 
+    /// Replaces the weight-decay multipliers (named parameters not ending in `_weight` get 0).
     fn set_wd_mult(&self, mult: &Bound<'_, PyDict>) -> PyResult<()> {
         let m = mults_from(mult)?;
-        self.with(|o| {
-            o.base_mut().set_wd_mult(m);
-            Ok(())
-        })
+        self.set_base(|b| b.set_wd_mult(m))
     }
 
+    /// The index → name map.
     fn idx2name(&self) -> PyResult<BTreeMap<usize, String>> {
-        self.with(|o| Ok(o.base().idx2name().clone()))
+        self.get(|b| b.idx2name().clone())
     }
 
+    /// Sets the index → name map (recomputing the default weight-decay multipliers).
     fn set_idx2name(&self, map: BTreeMap<usize, String>) -> PyResult<()> {
-        self.with(|o| {
-            o.base_mut().set_idx2name(map);
-            Ok(())
-        })
+        self.set_base(|b| b.set_idx2name(map))
     }
 
     /// The optimizer's own hyper-parameter names (not the shared ones).
