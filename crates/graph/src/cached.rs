@@ -103,6 +103,51 @@ impl CachedGraph {
     }
 }
 
+/// Output facts (shapes or dtypes) of a cached graph by the facts of its
+/// inputs: they depend on nothing else, and inferring the whole graph on
+/// every call would cost more than running a small graph.
+struct Memo<T>(Mutex<HashMap<Vec<T>, Vec<Option<T>>>>);
+
+impl<T> Default for Memo<T> {
+    fn default() -> Self {
+        Memo(Mutex::new(HashMap::new()))
+    }
+}
+
+impl<T: Clone + Eq + std::hash::Hash> Memo<T> {
+    /// At most this many input signatures are remembered.
+    const CAPACITY: usize = 64;
+
+    /// Fills `outs` from the memo when every input is known and no output
+    /// is, else with `infer` (remembering the answer in the first case).
+    fn infer(
+        &self,
+        ins: &mut [Option<T>],
+        outs: &mut [Option<T>],
+        infer: impl FnOnce(&mut [Option<T>], &mut [Option<T>]) -> Result<()>,
+    ) -> Result<()> {
+        // Only the plain question (every input known, no output given) is
+        // answered from the memo; anything else is inferred and checked.
+        let key: Option<Vec<T>> =
+            if outs.iter().all(Option::is_none) { ins.iter().cloned().collect() } else { None };
+        if let Some(key) = &key {
+            if let Some(known) = self.0.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
+                outs.clone_from_slice(known);
+                return Ok(());
+            }
+        }
+        infer(ins, outs)?;
+        if let Some(key) = key {
+            let mut memo = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            if memo.len() >= Self::CAPACITY {
+                memo.clear();
+            }
+            memo.insert(key, outs.to_vec());
+        }
+        Ok(())
+    }
+}
+
 /// The signature of a call: while recording, the inputs that take part in
 /// autograd get gradients (the others, such as data batches, do not cost a
 /// backward computation).
@@ -159,8 +204,14 @@ fn cached_op_def(
         .arguments_fn(move |_| Ok(names.clone()))
         .outputs_fn(move |_| Ok(outputs.clone()))
         .arity_fn(move |_| Ok([n_in, 0, n_out]))
-        .infer_shape(move |_, ins, outs| infer_head_shapes(&g_shape, &names_s, ins, outs))
-        .infer_type(move |_, ins, outs| infer_head_dtypes(&g_type, &names_t, ins, outs))
+        .infer_shape({
+            let memo = Memo::default();
+            move |_, ins, outs| memo.infer(ins, outs, |ins, outs| infer_head_shapes(&g_shape, &names_s, ins, outs))
+        })
+        .infer_type({
+            let memo = Memo::default();
+            move |_, ins, outs| memo.infer(ins, outs, |ins, outs| infer_head_dtypes(&g_type, &names_t, ins, outs))
+        })
         .create_state({
             let pools = pools.clone();
             move |_, _, _, _| {

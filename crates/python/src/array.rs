@@ -316,8 +316,8 @@ impl PyNDArray {
         oxnet_core::autograd::fresh_grad(&self.inner).unwrap_or(false)
     }
 
-    #[setter]
-    fn set__fresh_grad(&self, fresh: bool) {
+    #[setter(_fresh_grad)]
+    fn set_fresh_grad(&self, fresh: bool) {
         oxnet_core::autograd::set_fresh_grad(&self.inner, fresh);
     }
 

@@ -344,11 +344,13 @@ class Block:
         self.load_parameters(filename, ctx, allow_missing, ignore_extra)
 
     def __call__(self, *args):
-        for hook in list(self._forward_pre_hooks.values()):
-            hook(self, args)
+        if self._forward_pre_hooks:
+            for hook in list(self._forward_pre_hooks.values()):
+                hook(self, args)
         out = _naming_errors(self, self.forward, args)
-        for hook in list(self._forward_hooks.values()):
-            hook(self, args, out)
+        if self._forward_hooks:
+            for hook in list(self._forward_hooks.values()):
+                hook(self, args, out)
         return out
 
     def forward(self, *args):
@@ -515,9 +517,12 @@ class HybridBlock(Block):
     def _call_cached_op(self, *args):
         if self._cached_op is None:
             self._build_cache(*args)
-        flat, fmt = _flatten(args, "input")
-        if fmt != self._in_format:
-            raise MXNetError(f"{self.name}: the inputs are nested differently from the first call's")
+        if self._in_format == 0 and len(args) == 1 and isinstance(args[0], nd.NDArray):
+            flat = args  # the common case: one array
+        else:
+            flat, fmt = _flatten(args, "input")
+            if fmt != self._in_format:
+                raise MXNetError(f"{self.name}: the inputs are nested differently from the first call's")
         ctx = next((a.context for a in flat if a is not None), None)
         try:
             cargs = [flat[i] if is_arg else i.data(ctx) for is_arg, i in self._cached_op_args]
@@ -528,9 +533,9 @@ class HybridBlock(Block):
                 if not is_arg:
                     i._finish_deferred_init()
                 cargs.append(flat[i] if is_arg else i.data(ctx))
-        out = self._cached_op(*cargs)
-        if isinstance(out, nd.NDArray):
-            out = [out]
+        out = self._cached_op._h.call(cargs)
+        if self._out_format == 0:
+            return out[0]
         return _regroup(list(out), self._out_format)[0]
 
     def _deferred_infer_shape(self, *args):
@@ -587,6 +592,8 @@ class HybridBlock(Block):
     def forward(self, x, *args):
         """Runs the block: the cached graph when hybridized, else
         ``hybrid_forward`` with ``F = mx.nd`` (or ``mx.sym`` for Symbol inputs)."""
+        if self._active and isinstance(x, nd.NDArray):
+            return self._call_cached_op(x, *args)
         flat = [a for a in _flatten([x, *args], "input")[0] if a is not None]
         has_sym = any(isinstance(a, symbol.Symbol) for a in flat)
         has_nd = any(isinstance(a, nd.NDArray) for a in flat)

@@ -65,6 +65,9 @@ class _TracedParameters:
     maps each Parameter to the traced array that stands for it."""
 
     _local = threading.local()
+    # How many traces are running in any thread: Parameter.data() looks
+    # for a traced array only when one is.
+    active = 0
 
     def __init__(self, mapping):
         self._mapping = mapping
@@ -73,9 +76,11 @@ class _TracedParameters:
     def __enter__(self):
         self._old = getattr(_TracedParameters._local, "value", None)
         _TracedParameters._local.value = self._mapping
+        _TracedParameters.active += 1
         return self
 
     def __exit__(self, *exc):
+        _TracedParameters.active -= 1
         _TracedParameters._local.value = self._old
         return False
 
@@ -257,10 +262,14 @@ class Parameter:
     def data(self, ctx=None):
         """The data on ``ctx`` (the only copy when there is one); while a
         HybridBlock's ``forward`` is traced, the graph input standing for it."""
-        traced = _TracedParameters.lookup(self)
-        if traced is not None:
-            return traced
-        return self._check_and_get(self._data, ctx)
+        if _TracedParameters.active:
+            traced = _TracedParameters.lookup(self)
+            if traced is not None:
+                return traced
+        data = self._data
+        if data is not None and len(data) == 1 and (ctx is None or ctx == self._ctx_list[0]):
+            return data[0]  # the common case, first
+        return self._check_and_get(data, ctx)
 
     def list_data(self):
         """The data on every context, in ``list_ctx()`` order."""

@@ -103,28 +103,26 @@ class Trainer:
                 g[:] = total.as_in_context(g.context)
 
     def _update(self, ignore_stale_grad=False):
-        work = []
+        indices, grads, weights = [], [], []
         for i, param in enumerate(self._params):
             if param.grad_req == "null":
                 continue
-            data = param.list_data()
-            if not ignore_stale_grad:
-                for arr in data:
-                    if not arr._fresh_grad:
-                        raise MXNetError(
-                            f"Gradient of Parameter `{param.name}` on context {arr.context} has not been updated "
-                            "by backward since last `step`. This could mean a bug in your model that made it only "
-                            "use a subset of the Parameters (Blocks) for this iteration. If you are intentionally "
-                            "only using a subset, call step with ignore_stale_grad=True to suppress this warning "
-                            "and skip updating of Parameters with stale gradient")
-            for arr, grad in zip(data, param.list_grad()):
-                if not ignore_stale_grad or arr._fresh_grad:
-                    work.append((i, grad, arr))
-        for _, _, arr in work:
+            for arr, grad in zip(param.list_data(), param.list_grad()):
+                if arr._fresh_grad:
+                    indices.append(i)
+                    grads.append(grad)
+                    weights.append(arr)
+                elif not ignore_stale_grad:
+                    raise MXNetError(
+                        f"Gradient of Parameter `{param.name}` on context {arr.context} has not been updated "
+                        "by backward since last `step`. This could mean a bug in your model that made it only "
+                        "use a subset of the Parameters (Blocks) for this iteration. If you are intentionally "
+                        "only using a subset, call step with ignore_stale_grad=True to suppress this warning "
+                        "and skip updating of Parameters with stale gradient")
+        for arr in weights:
             arr._fresh_grad = False
-        if work:
-            indices, grads, weights = zip(*work)
-            self._updater.update_multi(list(indices), list(grads), list(weights))
+        if indices:
+            self._updater.update_multi(indices, grads, weights)
 
     def save_states(self, fname):
         """Saves the optimizer's states (momenta, update counts) to ``fname``."""
