@@ -301,3 +301,20 @@ def test_trainer_states_round_trip(tmp_path):
     (tmp_path / "bad.states").write_bytes(b"not states")
     with pytest.raises(mx.MXNetError, match="bad.states"):
         other_trainer.load_states(str(tmp_path / "bad.states"))
+
+
+def test_shared_parameters_save_once_with_deduplicate_and_load_back(tmp_path):
+    net = nn.HybridSequential()
+    first = nn.Dense(4, in_units=4)
+    net.add(first, nn.Dense(4, in_units=4, params=first.params))
+    net.initialize()
+    assert net[0].weight is net[1].weight
+    path = str(tmp_path / "shared.params")
+    net.save_parameters(path, deduplicate=True)
+    assert sorted(nd.load(path)) == ["0.bias", "0.weight"]
+    other = nn.HybridSequential()
+    second = nn.Dense(4, in_units=4)
+    other.add(second, nn.Dense(4, in_units=4, params=second.params))
+    other.load_parameters(path)
+    x = nd.ones((1, 4))
+    np.testing.assert_allclose(other(x).asnumpy(), net(x).asnumpy(), rtol=1e-6)

@@ -20,8 +20,7 @@ import numpy as np
 
 from .. import name as _name, ndarray as nd, symbol
 from ..base import MXNetError
-from .parameter import (DeferredInitializationError, Parameter, ParameterDict, _brief, _load_checked,
-                        _TracedParameters)
+from .parameter import DeferredInitializationError, Parameter, ParameterDict, _load_checked, _TracedParameters
 
 __all__ = ["Block", "HybridBlock", "SymbolBlock"]
 
@@ -314,24 +313,7 @@ class Block:
             self.collect_params().load(filename, ctx, allow_missing, ignore_extra, self.prefix,
                                        cast_dtype=cast_dtype, dtype_source=dtype_source)
             return
-        aliases = {}
-        for k, v in params.items():
-            aliases.setdefault(id(v), []).append(k)
-        if not allow_missing:
-            for k, v in params.items():
-                if not any(alias in loaded for alias in aliases[id(v)]):
-                    raise MXNetError(f"Parameter '{k}' is missing in file '{filename}', which contains parameters: "
-                                     f"{_brief(loaded.keys())}. Set allow_missing=True to ignore missing "
-                                     "parameters.")
-        if not ignore_extra:
-            for k in loaded:
-                if k not in params:
-                    raise MXNetError(f"Parameter '{k}' loaded from file '{filename}' is not present in the block, "
-                                     f"which contains parameters {_brief(params.keys())}. Set ignore_extra=True "
-                                     "to ignore.")
-        present = {k: v for k, v in params.items() if k in loaded}
-        _load_checked(present, {k: loaded[k] for k in present}, filename, ctx, True, True, cast_dtype,
-                      dtype_source)
+        _load_checked(params, loaded, filename, ctx, allow_missing, ignore_extra, cast_dtype, dtype_source)
 
     def save_params(self, filename):
         """Deprecated: saves by full parameter names (``ParameterDict.save``)."""

@@ -589,10 +589,14 @@ class ParameterDict:
 
 def _load_checked(params, arrays, filename, ctx, allow_missing, ignore_extra, cast_dtype, dtype_source):
     """Loads ``arrays`` (name → NDArray) into ``params`` (name → Parameter)
-    after checking every name, shape and dtype."""
+    after checking every name, shape and dtype. A parameter known under
+    several names (shared by blocks) is present when any of them is."""
+    names_of = {}
+    for name, param in params.items():
+        names_of.setdefault(id(param), []).append(name)
     if not allow_missing:
-        for name in params:
-            if name not in arrays:
+        for name, param in params.items():
+            if not any(alias in arrays for alias in names_of[id(param)]):
                 raise MXNetError(f"Parameter '{name}' is missing in file '{filename}', which contains parameters: "
                                  f"{_brief(arrays.keys())}. Set allow_missing=True to ignore missing parameters.")
     if not ignore_extra:
