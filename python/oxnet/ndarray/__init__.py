@@ -11,7 +11,7 @@ from .. import _oxnet
 from ..base import MXNetError
 from .._oxnet import NDArray
 from . import random
-from ._ops import refresh as _refresh_ops
+from ._ops import keep as _keep_ops, refresh as _refresh_ops
 
 __all__ = [
     "NDArray", "array", "zeros", "ones", "full", "empty", "arange", "waitall",
@@ -116,6 +116,7 @@ def _define_binary_functions(namespace):
     for name, array_op, scalar_op, reversed_op, python_op in table:
         namespace[name] = _binary(name, array_op, scalar_op, reversed_op, python_op)
     namespace["less"], namespace["less_equal"] = namespace["lesser"], namespace["lesser_equal"]
+    _keep_ops([row[0] for row in table] + ["less", "less_equal"])
 
 
 _define_binary_functions(globals())

@@ -39,6 +39,13 @@ def _make(name, handle, docstring):
     return op
 
 
+def keep(names):
+    """Marks ``names`` as written by hand in ``mx.nd``: :func:`refresh`
+    leaves them alone (they call several operators, e.g. ``nd.maximum``
+    takes arrays or numbers)."""
+    _RESERVED.update(names)
+
+
 def refresh(namespace):
     """Adds (or replaces) a function in ``namespace`` for every registry operator."""
     for name, aliases, doc, arguments, attrs, variadic in _oxnet.list_ops():
