@@ -318,3 +318,4 @@ def test_shared_parameters_save_once_with_deduplicate_and_load_back(tmp_path):
     other.load_parameters(path)
     x = nd.ones((1, 4))
     np.testing.assert_allclose(other(x).asnumpy(), net(x).asnumpy(), rtol=1e-6)
+

@@ -56,7 +56,8 @@ class Trainer:
             self._optimizer.param_dict = param_dict
         else:
             self._optimizer = opt.create(optimizer, param_dict=param_dict, **optimizer_params)
-        self._updater = opt.get_updater(self._optimizer)
+        # one updater (with its own states) per context, as in MXNet
+        self._updaters = [opt.get_updater(self._optimizer)]
 
     @property
     def optimizer(self):
@@ -103,15 +104,17 @@ class Trainer:
                 g[:] = total.as_in_context(g.context)
 
     def _update(self, ignore_stale_grad=False):
-        indices, grads, weights = [], [], []
+        work = [([], [], [])]  # (indices, grads, weights) for each context position
         for i, param in enumerate(self._params):
             if param.grad_req == "null":
                 continue
-            for arr, grad in zip(param.list_data(), param.list_grad()):
+            for k, (arr, grad) in enumerate(zip(param.list_data(), param.list_grad())):
                 if arr._fresh_grad:
-                    indices.append(i)
-                    grads.append(grad)
-                    weights.append(arr)
+                    while len(work) <= k:
+                        work.append(([], [], []))
+                    work[k][0].append(i)
+                    work[k][1].append(grad)
+                    work[k][2].append(arr)
                 elif not ignore_stale_grad:
                     raise MXNetError(
                         f"Gradient of Parameter `{param.name}` on context {arr.context} has not been updated "
@@ -119,15 +122,18 @@ class Trainer:
                         "use a subset of the Parameters (Blocks) for this iteration. If you are intentionally "
                         "only using a subset, call step with ignore_stale_grad=True to suppress this warning "
                         "and skip updating of Parameters with stale gradient")
-        for arr in weights:
-            arr._fresh_grad = False
-        if indices:
-            self._updater.update_multi(indices, grads, weights)
+        for k, (indices, grads, weights) in enumerate(work):
+            for arr in weights:
+                arr._fresh_grad = False
+            if indices:
+                while len(self._updaters) <= k:
+                    self._updaters.append(opt.get_updater(self._optimizer))
+                self._updaters[k].update_multi(indices, grads, weights)
 
     def save_states(self, fname):
         """Saves the optimizer's states (momenta, update counts) to ``fname``."""
         with open(fname, "wb") as f:
-            f.write(self._updater.get_states(dump_optimizer=False))
+            f.write(self._updaters[0].get_states(dump_optimizer=False))
 
     def load_states(self, fname):
         """Restores states saved by :meth:`save_states` (an error naming the
@@ -138,6 +144,7 @@ class Trainer:
         except OSError as e:
             raise MXNetError(f"cannot read trainer states {fname}: {e}") from e
         try:
-            self._updater.set_states(blob)
+            for updater in self._updaters:
+                updater.set_states(blob)
         except Exception as e:
             raise MXNetError(f"{fname}: {e}") from e
