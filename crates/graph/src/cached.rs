@@ -206,11 +206,15 @@ fn cached_op_def(
         .arity_fn(move |_| Ok([n_in, 0, n_out]))
         .infer_shape({
             let memo = Memo::default();
-            move |_, ins, outs| memo.infer(ins, outs, |ins, outs| infer_head_shapes(&g_shape, &names_s, ins, outs))
+            move |_, ins, outs| {
+                memo.infer(ins, outs, |ins, outs| infer_head_shapes(&g_shape, &names_s, ins, outs))
+            }
         })
         .infer_type({
             let memo = Memo::default();
-            move |_, ins, outs| memo.infer(ins, outs, |ins, outs| infer_head_dtypes(&g_type, &names_t, ins, outs))
+            move |_, ins, outs| {
+                memo.infer(ins, outs, |ins, outs| infer_head_dtypes(&g_type, &names_t, ins, outs))
+            }
         })
         .create_state({
             let pools = pools.clone();
