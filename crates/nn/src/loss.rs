@@ -9,11 +9,21 @@
 //!   (class index) labels, `-Σ label · log softmax(pred)` for dense ones;
 //! - [`SigmoidBinaryCrossEntropyLoss`]: `max(x, 0) - x·z + log(1 + exp(-|x|))`
 //!   on logits, or `-(z·log p + (1 - z)·log(1 - p))` on probabilities;
-//! - [`HuberLoss`]: `|d| - rho/2` where `|d| > rho`, `d²/(2·rho)` elsewhere.
+//! - [`HuberLoss`]: `|d| - rho/2` where `|d| > rho`, `d²/(2·rho)` elsewhere;
+//! - [`HingeLoss`], [`SquaredHingeLoss`]: `max(0, margin - pred·label)` (squared);
+//! - [`LogisticLoss`]: `log(1 + exp(-pred·label))` for signed or binary labels;
+//! - [`KLDivLoss`]: `label · (log(label + 1e-12) - pred)`;
+//! - [`PoissonNLLLoss`]: `exp(pred) - target·pred` (or on rates), averaged
+//!   over every element;
+//! - [`TripletLoss`]: `max(0, ‖positive - pred‖² - ‖negative - pred‖² + margin)`;
+//! - [`CosineEmbeddingLoss`]: `1 - cos(x1, x2)` for label 1,
+//!   `max(0, cos(x1, x2) - margin)` for label -1.
 //!
 //! Losses are blocks (inputs `pred`, `label` and optionally `sample_weight`),
 //! so they can sit inside a hybridized graph; [`Loss::loss`] is the direct
-//! call.
+//! call. [`TripletLoss`] and [`CosineEmbeddingLoss`] take three arrays: they
+//! have their own `loss` / `loss_weighted` methods instead of the [`Loss`]
+//! trait, and their blocks take three inputs (and optionally `sample_weight`).
 //!
 //! ```
 //! use oxnet_core::NDArray;
@@ -29,6 +39,10 @@ use crate::block::{in_block, Block};
 use crate::naming::unique_prefix;
 use oxnet_core::{invoke1, AttrValue, Error, NDArray, Result};
 
+pub use divergence::{KLDivLoss, PoissonNLLLoss};
+pub use embedding::{CosineEmbeddingLoss, TripletLoss};
+pub use margin::{HingeLoss, LabelFormat, LogisticLoss, SquaredHingeLoss};
+
 fn op(name: &str, inputs: &[&NDArray], attrs: &[(&str, AttrValue)]) -> Result<NDArray> {
     invoke1(name, inputs, attrs)
 }
@@ -43,21 +57,32 @@ struct Base {
     prefix: String,
     weight: Option<f64>,
     batch_axis: i64,
+    /// Average over every element rather than per sample.
+    mean_all: bool,
 }
 
 impl Base {
     fn new(hint: &str, weight: Option<f64>) -> Base {
-        Base { prefix: unique_prefix(hint), weight, batch_axis: 0 }
+        Base { prefix: unique_prefix(hint), weight, batch_axis: 0, mean_all: false }
     }
 
-    /// Weighting and the per-sample mean.
-    fn finish(&self, loss: NDArray, sample_weight: Option<&NDArray>) -> Result<NDArray> {
+    /// Weighting only (sample weight, then the global weight).
+    fn weigh(&self, loss: NDArray, sample_weight: Option<&NDArray>) -> Result<NDArray> {
         let mut loss = loss;
         if let Some(sw) = sample_weight {
             loss = op("broadcast_mul", &[&loss, sw], &[])?;
         }
         if let Some(w) = self.weight {
             loss = scalar("_mul_scalar", &loss, w)?;
+        }
+        Ok(loss)
+    }
+
+    /// Weighting and the per-sample mean (or the mean of all elements).
+    fn finish(&self, loss: NDArray, sample_weight: Option<&NDArray>) -> Result<NDArray> {
+        let loss = self.weigh(loss, sample_weight)?;
+        if self.mean_all {
+            return op("mean", &[&loss], &[]);
         }
         op("mean", &[&loss], &[("axis", AttrValue::Ints(vec![self.batch_axis])), ("exclude", true.into())])
     }
@@ -335,3 +360,8 @@ impl HuberLoss {
     }
 }
 loss_block!(HuberLoss, "HuberLoss");
+
+// After `loss_block!`, whose textual scope the submodules need.
+mod divergence;
+mod embedding;
+mod margin;
