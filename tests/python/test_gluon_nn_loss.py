@@ -205,3 +205,14 @@ def test_wrong_input_shape_names_the_block():
     net.initialize()
     with pytest.raises(mx.MXNetError, match="net: net_dense0: .*FullyConnected.*weight has shape"):
         net(nd.ones((2, 5)))
+
+
+def test_poisson_nll_compute_full_is_finite_at_zero_counts():
+    counts = np.array([[0.0, 1.0, 3.0]], dtype=np.float32)
+    pred = np.array([[0.5, -0.2, 1.0]], dtype=np.float32)
+    stirling = np.where(counts > 1, counts * np.log(np.maximum(counts, 1)) - counts
+                        + 0.5 * np.log(2 * np.maximum(counts, 1) * np.pi), 0)
+    expected = (np.exp(pred) - counts * pred + stirling).mean()
+    got = _loss(gluon.loss.PoissonNLLLoss(compute_full=True), pred, counts)
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, expected, rtol=1e-5)

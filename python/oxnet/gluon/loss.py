@@ -250,7 +250,8 @@ class PoissonNLLLoss(Loss):
             loss = pred - target * F.log(pred + epsilon)
         if self._compute_full:
             stirling = target * F.log(target) - target + 0.5 * F.log(2 * target * np.pi)
-            loss = loss + stirling * (target > 1)
+            # only where target > 1 (MXNet multiplies by the mask, which gives NaN at 0)
+            loss = loss + F.where(target > 1, stirling, F.zeros_like(target))
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
         return F.mean(loss)
 
