@@ -62,7 +62,7 @@ fn adam(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
         type C = <T as FloatElement>::Compute;
         let m = Moments::<C>::from_attrs(a)?;
         let [lr, wd, rs, cg]: [C; 4] = floats(a, ["lr", "wd", "rescale_grad", "clip_gradient"])?;
-        update_elementwise::<T, T, 2>(ctx.req[0], &ins[0], &ins[1], [&ins[2], &ins[3]], ["mean", "var"], &outs[0], |w, g, s| {
+        update_elementwise::<T, T, 2>(ctx.req[0], &ins[0], &ins[1], [&ins[2], &ins[3]], ["mean", "var"], &outs[0], move |w, g, s| {
             let mut gr = g * rs + w * wd;
             if cg >= C::zero() {
                 gr = clip(gr, cg);
@@ -97,7 +97,7 @@ fn adamw(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
         let m = Moments::<C>::from_attrs(a)?;
         let [lr, wd, eta, cg]: [C; 4] = floats(a, ADAMW_FLOATS)?;
         let rs: C = cst(scale);
-        update_elementwise::<T, T, 2>(ctx.req[0], &ins[0], &ins[1], [&ins[2], &ins[3]], ["mean", "var"], &outs[0], |w, g, s| {
+        update_elementwise::<T, T, 2>(ctx.req[0], &ins[0], &ins[1], [&ins[2], &ins[3]], ["mean", "var"], &outs[0], move |w, g, s| {
             let [mean, var] = s;
             w - eta * (lr * m.step(rescaled(g, rs, cg), mean, var) + wd * w)
         })
@@ -113,7 +113,7 @@ fn mp_adamw(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
     with_mp_dtype!(ins[0].dtype(), T => {
         update_elementwise::<T, f32, 3>(
             ctx.req[0], &ins[0], &ins[1], [&ins[2], &ins[3], &ins[4]], ["mean", "var", "weight32"], &outs[0],
-            |_, g, s| {
+            move |_, g, s| {
                 let [mean, var, w32] = s;
                 *w32 = *w32 - eta * (lr * m.step(rescaled(g, rs, cg), mean, var) + wd * *w32);
                 *w32

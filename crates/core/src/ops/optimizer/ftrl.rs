@@ -16,7 +16,7 @@ fn ftrl(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
         type C = <T as FloatElement>::Compute;
         let [lr, lamda1, beta, wd, rs, cg]: [C; 6] =
             floats(a, ["lr", "lamda1", "beta", "wd", "rescale_grad", "clip_gradient"])?;
-        update_elementwise::<T, T, 2>(ctx.req[0], &ins[0], &ins[1], [&ins[2], &ins[3]], ["z", "n"], &outs[0], |w, g, s| {
+        update_elementwise::<T, T, 2>(ctx.req[0], &ins[0], &ins[1], [&ins[2], &ins[3]], ["z", "n"], &outs[0], move |w, g, s| {
             let gr = rescaled(g, rs, cg);
             let [z, n] = s;
             *z += gr - ((*n + gr * gr).sqrt() - n.sqrt()) * w / lr;

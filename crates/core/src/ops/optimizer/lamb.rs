@@ -29,7 +29,7 @@ fn phase1(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
         } else {
             (C::one(), C::one())
         };
-        update_elementwise::<T, T, 2>(ctx.req[0], &ins[0], &ins[1], [&ins[2], &ins[3]], ["mean", "var"], &outs[0], |w, g, s| {
+        update_elementwise::<T, T, 2>(ctx.req[0], &ins[0], &ins[1], [&ins[2], &ins[3]], ["mean", "var"], &outs[0], move |w, g, s| {
             let gr = rescaled(g, rs, cg);
             let [mean, var] = s;
             *mean = beta1 * *mean + (C::one() - beta1) * gr;
@@ -53,7 +53,7 @@ fn phase2(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
     let step = a.float("lr")? * ratio;
     crate::with_float_dtype!(ins[0].dtype(), T => {
         let step: <T as FloatElement>::Compute = cst(step);
-        update_elementwise::<T, T, 0>(ctx.req[0], &ins[0], &ins[1], [], [], &outs[0], |w, g, _| w - step * g)
+        update_elementwise::<T, T, 0>(ctx.req[0], &ins[0], &ins[1], [], [], &outs[0], move |w, g, _| w - step * g)
     })
 }
 

@@ -62,7 +62,7 @@ fn rmsprop(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
         type C = <T as FloatElement>::Compute;
         let h = Hyper::<C>::from_attrs(ctx.attrs)?;
         let one = C::one();
-        update_elementwise::<T, T, 1>(ctx.req[0], &ins[0], &ins[1], [&ins[2]], ["n"], &outs[0], |w, g, s| {
+        update_elementwise::<T, T, 1>(ctx.req[0], &ins[0], &ins[1], [&ins[2]], ["n"], &outs[0], move |w, g, s| {
             let gr = h.grad(w, g);
             s[0] = (one - h.gamma1) * (gr * gr) + h.gamma1 * s[0];
             h.weight(w - h.lr * (gr / (s[0] + h.epsilon).sqrt()))
@@ -78,7 +78,7 @@ fn rmspropalex(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()>
         let one = C::one();
         update_elementwise::<T, T, 3>(
             ctx.req[0], &ins[0], &ins[1], [&ins[2], &ins[3], &ins[4]], ["n", "g", "delta"], &outs[0],
-            |w, g, s| {
+            move |w, g, s| {
                 let gr = h.grad(w, g);
                 let [n, gbar, delta] = s;
                 *n = (one - h.gamma1) * gr * gr + h.gamma1 * *n;

@@ -122,10 +122,10 @@ pub(super) fn run<R: Rule>(
         return crate::with_float_dtype!(weight.dtype(), T => {
             let p = p.cast::<<T as FloatElement>::Compute>();
             match mom {
-                Some(m) => update_elementwise::<T, T, 1>(req, weight, grad, [m], ["mom"], out, |w, g, s| {
+                Some(m) => update_elementwise::<T, T, 1>(req, weight, grad, [m], ["mom"], out, move |w, g, s| {
                     R::apply(&p, w, g, &mut s[0])
                 }),
-                None => update_elementwise::<T, T, 0>(req, weight, grad, [], [], out, |w, g, _| {
+                None => update_elementwise::<T, T, 0>(req, weight, grad, [], [], out, move |w, g, _| {
                     R::apply(&p, w, g, &mut Zero::zero())
                 }),
             }
@@ -133,12 +133,12 @@ pub(super) fn run<R: Rule>(
     };
     let p = p.cast::<f32>();
     with_mp_dtype!(weight.dtype(), T => match mom {
-        Some(m) => update_elementwise::<T, f32, 2>(req, weight, grad, [m, w32], ["mom", "weight32"], out, |_, g, s| {
+        Some(m) => update_elementwise::<T, f32, 2>(req, weight, grad, [m, w32], ["mom", "weight32"], out, move |_, g, s| {
             let [mom, w32] = s;
             *w32 = R::apply(&p, *w32, g, mom);
             *w32
         }),
-        None => update_elementwise::<T, f32, 1>(req, weight, grad, [w32], ["weight32"], out, |_, g, s| {
+        None => update_elementwise::<T, f32, 1>(req, weight, grad, [w32], ["weight32"], out, move |_, g, s| {
             s[0] = R::apply(&p, s[0], g, &mut 0.0);
             s[0]
         }),

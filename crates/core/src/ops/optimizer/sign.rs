@@ -17,7 +17,7 @@ fn signsgd(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
     crate::with_float_dtype!(ins[0].dtype(), T => {
         type C = <T as FloatElement>::Compute;
         let [lr, wd]: [C; 2] = floats(a, ["lr", "wd"])?;
-        update_elementwise::<T, T, 0>(ctx.req[0], &ins[0], &ins[1], [], [], &outs[0], |w, g, _| {
+        update_elementwise::<T, T, 0>(ctx.req[0], &ins[0], &ins[1], [], [], &outs[0], move |w, g, _| {
             (C::one() - lr * wd) * w - lr * sign(g)
         })
     })
@@ -29,7 +29,7 @@ fn signum(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
         type C = <T as FloatElement>::Compute;
         let [lr, mu, wd, rs, cg, wd_lh]: [C; 6] =
             floats(a, ["lr", "momentum", "wd", "rescale_grad", "clip_gradient", "wd_lh"])?;
-        update_elementwise::<T, T, 1>(ctx.req[0], &ins[0], &ins[1], [&ins[2]], ["mom"], &outs[0], |w, g, s| {
+        update_elementwise::<T, T, 1>(ctx.req[0], &ins[0], &ins[1], [&ins[2]], ["mom"], &outs[0], move |w, g, s| {
             s[0] = mu * s[0] - (C::one() - mu) * wd * w - (C::one() - mu) * rescaled(g, rs, cg);
             (C::one() - lr * wd_lh) * w + lr * sign(s[0])
         })
