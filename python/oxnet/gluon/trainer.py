@@ -92,11 +92,9 @@ class Trainer:
         """Sums each parameter's gradients over its contexts (every context
         then holds the sum)."""
         for param in self._params:
-            if param.grad_req == "null":
-                continue
+            if param.grad_req == "null" or len(param._grad or ()) < 2:
+                continue  # nothing to sum (or not initialised: the update says so)
             grads = param.list_grad()
-            if len(grads) < 2:
-                continue
             total = grads[0].copy()
             for g in grads[1:]:
                 total += g.as_in_context(total.context)
@@ -106,9 +104,12 @@ class Trainer:
     def _update(self, ignore_stale_grad=False):
         work = [([], [], [])]  # (indices, grads, weights) for each context position
         for i, param in enumerate(self._params):
-            if param.grad_req == "null":
+            if param._grad_req == "null":
                 continue
-            for k, (arr, grad) in enumerate(zip(param.list_data(), param.list_grad())):
+            data, pgrads = param._data, param._grad
+            if data is None:  # not initialised: the error names the parameter
+                data, pgrads = param.list_data(), param.list_grad()
+            for k, (arr, grad) in enumerate(zip(data, pgrads)):
                 if arr._fresh_grad:
                     while len(work) <= k:
                         work.append(([], [], []))
