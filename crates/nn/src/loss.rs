@@ -161,6 +161,16 @@ macro_rules! loss_block {
     };
 }
 
+/// `pred` as log-probabilities: itself when `from_logits`, else its
+/// log-softmax along `axis`.
+fn log_probs(pred: &NDArray, from_logits: bool, axis: i64) -> Result<NDArray> {
+    if from_logits {
+        Ok(pred.clone())
+    } else {
+        op("log_softmax", &[pred], &[("axis", axis.into())])
+    }
+}
+
 /// `label` reshaped to `pred`'s shape (MXNet's `_reshape_like`).
 fn like(label: &NDArray, pred: &NDArray) -> Result<NDArray> {
     if label.shape() == pred.shape() {
@@ -262,11 +272,7 @@ impl SoftmaxCrossEntropyLoss {
     }
 
     fn compute(&self, pred: &NDArray, label: &NDArray) -> Result<NDArray> {
-        let logp = if self.from_logits {
-            pred.clone()
-        } else {
-            op("log_softmax", &[pred], &[("axis", self.axis.into())])?
-        };
+        let logp = log_probs(pred, self.from_logits, self.axis)?;
         let picked = if self.sparse_label {
             op("pick", &[&logp, label], &[("axis", self.axis.into()), ("keepdims", true.into())])?
         } else {

@@ -1,7 +1,7 @@
 //! Likelihood losses: the Kullback-Leibler divergence and the Poisson
 //! negative log-likelihood (Gluon's `KLDivLoss`, `PoissonNLLLoss`).
 
-use super::{like, op, scalar, Base, Loss};
+use super::{like, log_probs, op, scalar, Base, Loss};
 use crate::block::{in_block, Block};
 use oxnet_core::{Error, NDArray, Result};
 
@@ -46,11 +46,7 @@ impl KLDivLoss {
     }
 
     fn compute(&self, pred: &NDArray, label: &NDArray) -> Result<NDArray> {
-        let logp = if self.from_logits {
-            pred.clone()
-        } else {
-            op("log_softmax", &[pred], &[("axis", self.axis.into())])?
-        };
+        let logp = log_probs(pred, self.from_logits, self.axis)?;
         let label = like(label, &logp)?;
         let log_label = op("log", &[&scalar("_plus_scalar", &label, 1e-12)?], &[])?;
         op("elemwise_mul", &[&label, &op("elemwise_sub", &[&log_label, &logp], &[])?], &[])
