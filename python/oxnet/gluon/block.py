@@ -329,11 +329,15 @@ class Block:
         if self._forward_pre_hooks:
             for hook in list(self._forward_pre_hooks.values()):
                 hook(self, args)
-        out = _naming_errors(self, self.forward, args)
+        out = _naming_errors(self, self._computation(), args)
         if self._forward_hooks:
             for hook in list(self._forward_hooks.values()):
                 hook(self, args, out)
         return out
+
+    def _computation(self):
+        """What a call runs between the hooks (``forward``)."""
+        return self.forward
 
     def forward(self, *args):
         """The computation; subclasses override it."""
@@ -599,15 +603,16 @@ class HybridBlock(Block):
         with self.name_scope():
             return self.hybrid_forward(symbol, x, *args, **params)
 
-    def __call__(self, *args):
-        if self._active and self._traces_forward() and args and isinstance(args[0], nd.NDArray):
-            for hook in list(self._forward_pre_hooks.values()):
-                hook(self, args)
-            out = _naming_errors(self, self._call_cached_op, args)
-            for hook in list(self._forward_hooks.values()):
-                hook(self, args, out)
-            return out
-        return super().__call__(*args)
+    def _computation(self):
+        # a hybridized block whose forward is nd code runs its traced graph
+        if self._active and self._traces_forward():
+            return self._call_traced
+        return self.forward
+
+    def _call_traced(self, *args):
+        if args and isinstance(args[0], nd.NDArray):
+            return self._call_cached_op(*args)
+        return self.forward(*args)
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         """The computation for ``F`` = ``mx.nd`` or ``mx.sym``; subclasses override it."""
