@@ -6,7 +6,7 @@ use std::fmt;
 /// Where an array's memory lives and where its kernels run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Device {
-    /// Host memory; kernels run on the CPU (rayon gives intra-op parallelism).
+    /// Host memory; kernels run on the CPU ([`crate::parallel`] gives intra-op parallelism).
     #[default]
     Cpu,
     /// A CUDA device by ordinal. This build has no GPU backend yet: allocating

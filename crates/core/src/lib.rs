@@ -29,6 +29,7 @@ pub mod kernels;
 pub mod ndarray;
 pub mod op;
 pub mod ops;
+pub mod parallel;
 pub mod random;
 pub mod registry;
 pub mod shape;

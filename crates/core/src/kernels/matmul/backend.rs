@@ -1,10 +1,10 @@
 //! Backends: the [`MatmulBackend`] seam and the default [`CpuGemm`].
 
-use gemm::Parallelism;
 use half::{bf16, f16};
 
 use super::views::check_shapes;
 use super::{MatMut, MatRef, MatmulError, MatmulScalar, PARALLEL_WORK_THRESHOLD};
+use crate::parallel;
 
 /// Something that can compute `dst = alpha·a·b` (or `dst += alpha·a·b`
 /// when `accumulate`) for each supported element type.
@@ -58,8 +58,8 @@ pub trait MatmulBackend: Send + Sync {
 
 /// The default backend: the `gemm` crate on the CPU.
 ///
-/// [`CpuGemm::new`] (also the [`Default`]) threads products of at least
-/// [`PARALLEL_WORK_THRESHOLD`] multiply-adds on rayon's current pool;
+/// [`CpuGemm::new`] (also the [`Default`]) splits products of at least
+/// [`PARALLEL_WORK_THRESHOLD`] multiply-adds over [`crate::parallel`]'s pool;
 /// [`CpuGemm::single_threaded`] never threads (for callers that already run
 /// many products in parallel).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,12 +93,11 @@ impl CpuGemm {
         accumulate: bool,
     ) -> Result<(), MatmulError> {
         let (m, n, k) = check_shapes(&dst, &a, &b)?;
-        let parallelism = choose_parallelism(m, n, k, self.threaded);
         // SAFETY: the views were bounds-checked on construction, `dst` is
         // injective (checked by `MatMut::new`) and, being borrowed mutably,
         // cannot overlap `a` or `b`; the shapes agree.
         unsafe {
-            T::cpu_gemm(
+            gemm_threaded(
                 m,
                 n,
                 k,
@@ -113,7 +112,7 @@ impl CpuGemm {
                 b.row_stride(),
                 b.col_stride(),
                 alpha,
-                parallelism,
+                self.threaded,
             );
         }
         Ok(())
@@ -166,12 +165,132 @@ impl MatmulBackend for CpuGemm {
     }
 }
 
-/// Threads a product only when it is big enough to pay for it.
-pub(super) fn choose_parallelism(m: usize, n: usize, k: usize, allow: bool) -> Parallelism {
+/// How a product is cut for the pool: `parts` pieces of whole output rows
+/// (`along_rows`) or columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Split {
+    pub(super) parts: usize,
+    pub(super) along_rows: bool,
+}
+
+/// Output rows or columns below which a piece is not worth a thread (the
+/// `gemm` kernels work on 16-wide tiles; thinner pieces waste them).
+const MIN_PIECE: usize = 32;
+
+/// Cuts a product into one piece per thread when it has at least
+/// [`PARALLEL_WORK_THRESHOLD`] multiply-adds, along the longer side of the
+/// output (rows on a tie: measured faster for the square weight gradients
+/// of an MLP, and no slower elsewhere).
+pub(super) fn split_for(m: usize, n: usize, k: usize, allow: bool) -> Split {
     let work = m.saturating_mul(n).saturating_mul(k);
-    if allow && work >= PARALLEL_WORK_THRESHOLD && rayon::current_num_threads() > 1 {
-        Parallelism::Rayon(0)
-    } else {
-        Parallelism::None
+    let threads = if allow { parallel::num_threads() } else { 1 };
+    let along_rows = m >= n;
+    let side = if along_rows { m } else { n };
+    let by_work = work / PARALLEL_WORK_THRESHOLD.max(1);
+    let parts = threads.min(side / MIN_PIECE).min(by_work.max(1)).max(1);
+    Split { parts: if work < PARALLEL_WORK_THRESHOLD { 1 } else { parts }, along_rows }
+}
+
+/// Raw pointers of one product, to hand to the pool's threads.
+#[derive(Clone, Copy)]
+struct Operands<T> {
+    dst: *mut T,
+    a: *const T,
+    b: *const T,
+}
+
+// SAFETY: the pieces a product is cut into write disjoint parts of `dst`
+// and only read `a` and `b` (see `gemm_threaded`).
+unsafe impl<T: Send> Send for Operands<T> {}
+unsafe impl<T: Sync> Sync for Operands<T> {}
+
+impl<T> Operands<T> {
+    /// The three pointers (a method, so closures capture the whole struct).
+    fn get(&self) -> (*mut T, *const T, *const T) {
+        (self.dst, self.a, self.b)
     }
+}
+
+/// `dst = alpha·a·b` (+ `dst` when `accumulate`), cut into pieces of whole
+/// output rows or columns that run in parallel when threading is `allow`ed
+/// and the product is big enough ([`split_for`]).
+///
+/// # Safety
+/// As for the sealed `cpu_gemm`: every element of the three views is valid,
+/// `dst`'s elements are pairwise distinct and do not overlap `a` or `b`.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn gemm_threaded<T: MatmulScalar>(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: *mut T,
+    dst_rs: isize,
+    dst_cs: isize,
+    accumulate: bool,
+    a: *const T,
+    a_rs: isize,
+    a_cs: isize,
+    b: *const T,
+    b_rs: isize,
+    b_cs: isize,
+    alpha: T,
+    allow: bool,
+) {
+    let split = split_for(m, n, k, allow);
+    if split.parts <= 1 {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { T::cpu_gemm(m, n, k, dst, dst_rs, dst_cs, accumulate, a, a_rs, a_cs, b, b_rs, b_cs, alpha) };
+        return;
+    }
+    let ops = Operands { dst, a, b };
+    let side = if split.along_rows { m } else { n };
+    // Pieces in multiples of 16 rows/columns, the last one taking the rest.
+    let step = side.div_ceil(split.parts).div_ceil(16) * 16;
+    parallel::for_each(side.div_ceil(step), |p| {
+        let (dst, a, b) = ops.get();
+        let start = p * step;
+        let len = step.min(side - start);
+        let at = start as isize;
+        // SAFETY: piece `p` is the product restricted to output rows (or
+        // columns) `start..start + len`, all inside the views; pieces write
+        // disjoint parts of `dst` (its elements are pairwise distinct) and
+        // every piece runs before `for_each` returns, while the views live.
+        unsafe {
+            if split.along_rows {
+                T::cpu_gemm(
+                    len,
+                    n,
+                    k,
+                    dst.wrapping_offset(at * dst_rs),
+                    dst_rs,
+                    dst_cs,
+                    accumulate,
+                    a.wrapping_offset(at * a_rs),
+                    a_rs,
+                    a_cs,
+                    b,
+                    b_rs,
+                    b_cs,
+                    alpha,
+                )
+            } else {
+                T::cpu_gemm(
+                    m,
+                    len,
+                    k,
+                    dst.wrapping_offset(at * dst_cs),
+                    dst_rs,
+                    dst_cs,
+                    accumulate,
+                    a,
+                    a_rs,
+                    a_cs,
+                    b.wrapping_offset(at * b_cs),
+                    b_rs,
+                    b_cs,
+                    alpha,
+                )
+            }
+        }
+    });
 }

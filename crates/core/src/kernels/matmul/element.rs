@@ -1,18 +1,17 @@
 //! Element types of the matrix product: [`MatmulScalar`] and the sealed
 //! per-type CPU kernels behind it.
 
-use gemm::Parallelism;
 use half::{bf16, f16};
 
 use super::{MatMut, MatRef, MatmulBackend, MatmulError};
 
 mod sealed {
-    use gemm::Parallelism;
-
     /// The CPU kernel for one element type; not nameable outside this module,
     /// which keeps `MatmulScalar` closed and `gemm`'s types out of the API.
     pub trait Sealed: Sized {
-        /// `dst = alpha·a·b` (+ `dst` when `accumulate`), BLAS-style strides.
+        /// `dst = alpha·a·b` (+ `dst` when `accumulate`), BLAS-style
+        /// strides, on the calling thread (threading is the caller's:
+        /// see `backend::gemm_threaded`).
         ///
         /// # Safety
         /// Every element addressed by the three `m x n`, `m x k`, `k x n`
@@ -35,7 +34,6 @@ mod sealed {
             b_rs: isize,
             b_cs: isize,
             alpha: Self,
-            parallelism: Parallelism,
         );
     }
 }
@@ -84,7 +82,6 @@ macro_rules! native_gemm {
                 b_rs: isize,
                 b_cs: isize,
                 alpha: Self,
-                parallelism: Parallelism,
             ) {
                 // SAFETY: forwarded from the caller's contract.
                 unsafe {
@@ -107,7 +104,7 @@ macro_rules! native_gemm {
                         false,
                         false,
                         false,
-                        parallelism,
+                        gemm::Parallelism::None,
                     )
                 }
             }
@@ -155,7 +152,6 @@ impl sealed::Sealed for bf16 {
         b_rs: isize,
         b_cs: isize,
         alpha: Self,
-        parallelism: Parallelism,
     ) {
         if m == 0 || n == 0 {
             return;
@@ -198,7 +194,6 @@ impl sealed::Sealed for bf16 {
                 n as isize,
                 1,
                 alpha.to_f32(),
-                parallelism,
             );
         }
         for i in 0..m {

@@ -27,8 +27,11 @@
 //! `f32`, multiplied, and the result is rounded back once).
 //!
 //! Threading: products with at least [`PARALLEL_WORK_THRESHOLD`]
-//! multiply-adds run on rayon's current pool; smaller ones run on the calling
-//! thread so tiny products pay no synchronisation cost.
+//! multiply-adds are cut into one piece of whole output rows or columns per
+//! thread of [`crate::parallel`]'s pool, each piece a single-threaded `gemm`
+//! call; smaller ones run on the calling thread so tiny products pay no
+//! synchronisation cost. (`gemm`'s own threading, on rayon, is not used: it
+//! scaled poorly on the 64-row products of a training step.)
 
 mod backend;
 mod element;
@@ -41,19 +44,20 @@ pub use backend::{CpuGemm, MatmulBackend};
 pub use element::MatmulScalar;
 pub use views::{MatMut, MatRef};
 
-use backend::choose_parallelism;
-use rayon::prelude::*;
+use backend::gemm_threaded;
 use views::{check_shapes, checked_len, to_isize};
 
 /// Minimum `m·n·k` (multiply-adds) for one product to be split across
-/// rayon's threads. Below it, a product runs on the calling thread.
+/// the pool's threads. Below it, a product runs on the calling thread.
 ///
-/// Measured with square `f32` products, each threaded call following a
-/// single-threaded one (so rayon's workers may be asleep, as between the
-/// engine's operators): threading costs time up to 128³ (0.5× at 96³,
-/// 0.8× at 128³), breaks even around 144³–160³, and gains from 192³ on
-/// (about 1.4× at 192³, 1.6× at 256³ and 1.8× at 384³ on two cores).
-pub const PARALLEL_WORK_THRESHOLD: usize = 192 * 192 * 192;
+/// A product is cut into at most `m·n·k / PARALLEL_WORK_THRESHOLD` pieces,
+/// so splitting starts at twice this work. The pool's helpers are usually
+/// awake between operators (see [`crate::parallel`]), so a split pays from
+/// about ten microseconds of work on. Measured on two cores with 5–50 µs of
+/// serial work between calls (single thread → split): 64×64×64 6–8 µs, not
+/// split; 128³ 46–64 → 31–33 µs; 64×256×64 29–37 → 17–19 µs; 64×256×256
+/// 92–100 → 51–95 µs; 64×784×256 286–317 → 148–286 µs.
+pub const PARALLEL_WORK_THRESHOLD: usize = 64 * 64 * 64;
 
 /// Why a matrix product was refused. Nothing is written when one is returned.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -117,14 +121,15 @@ pub enum MatmulError {
     Overflow,
 }
 
-/// True when a batch should be spread over rayon's threads: each product is
-/// too small to thread on its own, but the batch as a whole is large enough.
+/// True when a batch should be spread over the pool's threads: each product
+/// is too small to thread on its own, but the batch as a whole is large
+/// enough.
 fn spread_over_batch(batch: usize, m: usize, k: usize, n: usize) -> bool {
     let work = m.saturating_mul(n).saturating_mul(k);
     batch > 1
         && work < PARALLEL_WORK_THRESHOLD
         && work.saturating_mul(batch) >= PARALLEL_WORK_THRESHOLD
-        && rayon::current_num_threads() > 1
+        && crate::parallel::num_threads() > 1
 }
 
 // ---------------------------------------------------------------------------
@@ -159,26 +164,9 @@ pub(crate) unsafe fn gemm_strided_raw<T: MatmulScalar>(
     b_cs: isize,
     alpha: T,
 ) {
-    let parallelism = choose_parallelism(m, n, k, true);
     // SAFETY: forwarded from the caller's contract.
     unsafe {
-        T::cpu_gemm(
-            m,
-            n,
-            k,
-            dst,
-            dst_rs,
-            dst_cs,
-            accumulate,
-            a,
-            a_rs,
-            a_cs,
-            b,
-            b_rs,
-            b_cs,
-            alpha,
-            parallelism,
-        )
+        gemm_threaded(m, n, k, dst, dst_rs, dst_cs, accumulate, a, a_rs, a_cs, b, b_rs, b_cs, alpha, true)
     }
 }
 
@@ -294,9 +282,9 @@ pub fn matmul_with<T: MatmulScalar, B: MatmulBackend + ?Sized>(
 /// `b` holds `batch` `op(b)` matrices (`k·n` each) and `out` receives
 /// `batch` `m x n` results; transposes and `accumulate` apply to every
 /// product. When each product is below [`PARALLEL_WORK_THRESHOLD`] but the
-/// batch as a whole is not, the batch is spread over rayon's threads (each
-/// product single-threaded); otherwise the products run in turn and each is
-/// threaded internally if large enough.
+/// batch as a whole is not, the batch is spread over the pool's threads
+/// (each product single-threaded); otherwise the products run in turn and
+/// each is threaded internally if large enough.
 #[allow(clippy::too_many_arguments)]
 pub fn batch_matmul<T: MatmulScalar>(
     a: &[T],
@@ -328,9 +316,14 @@ pub fn batch_matmul<T: MatmulScalar>(
     }
     if spread_over_batch(batch, m, k, n) {
         let backend = CpuGemm::single_threaded();
-        out.par_chunks_mut(out_step).zip(a.par_chunks(a_step)).zip(b.par_chunks(b_step)).try_for_each(
-            |((o, a), b)| matmul_unchecked_len(&backend, a, b, o, m, k, n, trans_a, trans_b, accumulate),
-        )
+        let per_task = batch.div_ceil(crate::parallel::num_threads() * 4);
+        crate::parallel::try_for_each_chunk_mut(out, out_step * per_task, |t, outs| {
+            let first = t * per_task;
+            outs.chunks_mut(out_step).enumerate().try_for_each(|(i, o)| {
+                let (a, b) = (&a[(first + i) * a_step..][..a_step], &b[(first + i) * b_step..][..b_step]);
+                matmul_unchecked_len(&backend, a, b, o, m, k, n, trans_a, trans_b, accumulate)
+            })
+        })
     } else {
         let backend = CpuGemm::new();
         out.chunks_mut(out_step).zip(a.chunks(a_step)).zip(b.chunks(b_step)).try_for_each(|((o, a), b)| {

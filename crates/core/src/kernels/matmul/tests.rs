@@ -1,6 +1,6 @@
-use gemm::Parallelism;
 use half::{bf16, f16};
 
+use super::backend::split_for;
 use super::*;
 
 /// Test-side conversions and precision of each element type.
@@ -197,21 +197,27 @@ fn matmul_k_zero_semantics() {
     assert!(out.iter().all(|x| x.to_f32() == 0.0));
 }
 
-/// Exercises the threaded path (above the threshold) in every type.
+/// Exercises the threaded path (above the threshold) in every type: cut
+/// along rows (tall output), along columns (wide output, e.g. a 64-row
+/// batch), with uneven last pieces.
 fn check_threaded<T: TestScalar>() {
-    let (m, k, n) = (200, 190, 210);
-    assert!(m * k * n >= PARALLEL_WORK_THRESHOLD);
-    if rayon::current_num_threads() > 1 {
-        assert!(matches!(choose_parallelism(m, n, k, true), Parallelism::Rayon(0)));
-    }
-    for (ta, tb, acc) in [(false, false, false), (true, true, true)] {
-        let a: Vec<T> = values(m * k, 11);
-        let b: Vec<T> = values(k * n, 12);
-        let out0: Vec<T> = values(m * n, 13);
-        let mut out = out0.clone();
-        matmul(&a, &b, &mut out, m, k, n, ta, tb, acc).unwrap();
-        let (want, tol) = reference(&a, &b, &out0, m, k, n, ta, tb, acc);
-        assert_close(&out, &want, &tol, "threaded");
+    for (m, k, n) in [(200, 190, 210), (64, 100, 300), (300, 70, 50)] {
+        assert!(m * k * n >= PARALLEL_WORK_THRESHOLD);
+        if crate::parallel::num_threads() > 1 {
+            let split = split_for(m, n, k, true);
+            assert!(split.parts > 1);
+            assert_eq!(split.along_rows, m >= n);
+        }
+        assert_eq!(split_for(m, n, k, false).parts, 1);
+        for &(ta, tb, acc) in TWO {
+            let a: Vec<T> = values(m * k, 11);
+            let b: Vec<T> = values(k * n, 12);
+            let out0: Vec<T> = values(m * n, 13);
+            let mut out = out0.clone();
+            matmul(&a, &b, &mut out, m, k, n, ta, tb, acc).unwrap();
+            let (want, tol) = reference(&a, &b, &out0, m, k, n, ta, tb, acc);
+            assert_close(&out, &want, &tol, &format!("threaded {m}x{k}x{n} ta={ta} tb={tb}"));
+        }
     }
 }
 
@@ -275,7 +281,7 @@ fn batch_matmul_all_paths() {
     check_batch::<f16>(5, 17, 33, 9, ALL);
     check_batch::<bf16>(5, 17, 33, 9, ALL);
     // Small products, large batch: spread over threads.
-    assert_eq!(spread_over_batch(512, 24, 24, 24), rayon::current_num_threads() > 1);
+    assert_eq!(spread_over_batch(512, 24, 24, 24), crate::parallel::num_threads() > 1);
     check_batch::<f32>(512, 24, 24, 24, ALL);
     check_batch::<f64>(512, 24, 24, 24, TWO);
     check_batch::<f16>(512, 24, 24, 24, TWO);

@@ -16,8 +16,8 @@
 //! kernels use `mul_add` (a correctly rounded fused multiply-add) and no
 //! reassociation, both paths return bit-identical results, equal to calling the
 //! scalar function on each element. Slices of at least 32K elements are split
-//! into 16K-element chunks and spread over rayon's pool; shorter ones run on the
-//! calling thread without touching rayon.
+//! into 16K-element chunks and spread over the engine's pool
+//! ([`crate::parallel`]); shorter ones run on the calling thread.
 //!
 //! Accuracy of the `f32` kernels, measured against `f64` references over a
 //! strided sample of all `f32` inputs (see the tests): relative error below
@@ -37,7 +37,7 @@
 //! matters more than speed: they wrap `std` and `libm` and are only
 //! parallelised, not approximated.
 
-use rayon::prelude::*;
+use crate::parallel;
 
 /// Branch-free scalar kernels (`f32`) and accurate scalar references (`f64`).
 ///
@@ -50,9 +50,9 @@ mod tests;
 
 /// Element types the slice drivers handle, with their parallel split sizes.
 trait Elem: Copy + Send + Sync {
-    /// Slices at least this long are split over rayon.
+    /// Slices at least this long are split over the pool.
     const PAR_MIN_LEN: usize;
-    /// Elements per rayon task.
+    /// Elements per parallel task.
     const PAR_CHUNK: usize;
 }
 
@@ -167,15 +167,15 @@ fn binary_serial<T: Copy, F: Fn(T, T) -> T>(a: &[T], b: &[T], out: &mut [T], f: 
     binary_loop(a, b, out, f)
 }
 
-// Parallel drivers: split long slices over rayon, run short ones inline.
+// Parallel drivers: split long slices over the pool, run short ones inline.
 
 #[inline(always)]
 fn unary<T: Elem, F: Fn(T) -> T + Sync>(x: &[T], out: &mut [T], f: F) {
     assert_eq!(x.len(), out.len(), "simd_math: input and output lengths differ");
     if x.len() >= T::PAR_MIN_LEN {
-        x.par_chunks(T::PAR_CHUNK)
-            .zip(out.par_chunks_mut(T::PAR_CHUNK))
-            .for_each(|(xc, oc)| unary_serial(xc, oc, &f));
+        parallel::for_each_chunk_mut(out, T::PAR_CHUNK, |c, oc| {
+            unary_serial(&x[c * T::PAR_CHUNK..][..oc.len()], oc, &f)
+        });
     } else {
         unary_serial(x, out, &f);
     }
@@ -184,7 +184,7 @@ fn unary<T: Elem, F: Fn(T) -> T + Sync>(x: &[T], out: &mut [T], f: F) {
 #[inline(always)]
 fn inplace<T: Elem, F: Fn(T) -> T + Sync>(x: &mut [T], f: F) {
     if x.len() >= T::PAR_MIN_LEN {
-        x.par_chunks_mut(T::PAR_CHUNK).for_each(|xc| inplace_serial(xc, &f));
+        parallel::for_each_chunk_mut(x, T::PAR_CHUNK, |_, xc| inplace_serial(xc, &f));
     } else {
         inplace_serial(x, &f);
     }
@@ -195,10 +195,10 @@ fn binary<T: Elem, F: Fn(T, T) -> T + Sync>(a: &[T], b: &[T], out: &mut [T], f: 
     assert_eq!(a.len(), out.len(), "simd_math: input and output lengths differ");
     assert_eq!(b.len(), out.len(), "simd_math: input and output lengths differ");
     if a.len() >= T::PAR_MIN_LEN {
-        a.par_chunks(T::PAR_CHUNK)
-            .zip(b.par_chunks(T::PAR_CHUNK))
-            .zip(out.par_chunks_mut(T::PAR_CHUNK))
-            .for_each(|((ac, bc), oc)| binary_serial(ac, bc, oc, &f));
+        parallel::for_each_chunk_mut(out, T::PAR_CHUNK, |c, oc| {
+            let at = c * T::PAR_CHUNK;
+            binary_serial(&a[at..][..oc.len()], &b[at..][..oc.len()], oc, &f)
+        });
     } else {
         binary_serial(a, b, out, &f);
     }
@@ -229,7 +229,7 @@ macro_rules! slice_fns {
 }
 
 slice_fns! {
-    "Vectorised (AVX2+FMA when the CPU has it) and split over rayon for long \
+    "Vectorised (AVX2+FMA when the CPU has it) and split over the pool for long \
      slices; bit-identical to the scalar kernel. See the [module docs](self) \
      for accuracy.";
     exp_f32, exp_f32_inplace, f32, exp_f32, "exponential `e^x`";
@@ -243,7 +243,7 @@ slice_fns! {
 
 slice_fns! {
     "Accurate `std`/`libm` evaluation (for numeric gradient checks), split over \
-     rayon for long slices.";
+     the pool for long slices.";
     exp_f64, exp_f64_inplace, f64, exp_f64, "exponential `e^x`";
     log_f64, log_f64_inplace, f64, log_f64, "natural logarithm";
     tanh_f64, tanh_f64_inplace, f64, tanh_f64, "hyperbolic tangent";
@@ -272,7 +272,7 @@ pub fn map_f32_inplace(x: &mut [f32], f: impl Fn(f32) -> f32 + Sync) {
 }
 
 /// Apply `f` to every element of an `f64` slice: `out[i] = f(x[i])`, split
-/// over rayon for long slices.
+/// over the pool for long slices.
 ///
 /// # Panics
 ///

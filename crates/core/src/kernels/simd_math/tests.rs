@@ -432,21 +432,18 @@ fn accuracy_sweep() {
         ("cos", scalar::cos_f32, f64::cos, -1e5, 1e5),
     ];
     for (name, f, reference, lo, hi) in cases {
-        let errs: Vec<Err> = (0u32..16)
-            .into_par_iter()
-            .map(|part| {
-                let mut err = Err::default();
-                let mut b = part as u64;
-                while b <= u32::MAX as u64 {
-                    let x = f32::from_bits(b as u32);
-                    if x >= lo && x <= hi {
-                        fold(name, x, f(x), reference(x as f64), &mut err);
-                    }
-                    b += 16 * 3;
+        let errs: Vec<Err> = crate::parallel::map(16, |part| {
+            let mut err = Err::default();
+            let mut b = part as u64;
+            while b <= u32::MAX as u64 {
+                let x = f32::from_bits(b as u32);
+                if x >= lo && x <= hi {
+                    fold(name, x, f(x), reference(x as f64), &mut err);
                 }
-                err
-            })
-            .collect();
+                b += 16 * 3;
+            }
+            err
+        });
         let worst_rel = errs.iter().max_by(|a, b| a.rel.total_cmp(&b.rel)).unwrap();
         let worst_abs = errs.iter().max_by(|a, b| a.abs.total_cmp(&b.abs)).unwrap();
         let ulp = errs.iter().map(|e| e.ulp).fold(0.0, f64::max);
@@ -475,12 +472,15 @@ fn simd_math_speed() {
         }
         n as f64 / best / 1e9
     };
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     println!("avx2+fma: {}", avx2_fma_enabled());
-    let copy = pool.install(|| best_rate(&mut || map_f32(std::hint::black_box(&x), &mut out, |v| v)));
+    let copy = crate::parallel::on_this_thread(|| {
+        best_rate(&mut || map_f32(std::hint::black_box(&x), &mut out, |v| v))
+    });
     println!("copy     1M f32: {copy:5.2} Gelem/s on 1 thread (memory ceiling)");
     for (name, slice_fn, _, _) in F32_FNS {
-        let one = pool.install(|| best_rate(&mut || slice_fn(std::hint::black_box(&x), &mut out)));
+        let one = crate::parallel::on_this_thread(|| {
+            best_rate(&mut || slice_fn(std::hint::black_box(&x), &mut out))
+        });
         let all = best_rate(&mut || slice_fn(std::hint::black_box(&x), &mut out));
         // 16K elements (128 KiB in + out) stay in L2: compute throughput.
         let hot = best_rate(&mut || {
@@ -489,7 +489,7 @@ fn simd_math_speed() {
             }
         });
         println!(
-            "{name:8} 1M f32: {one:5.2} Gelem/s on 1 thread, {all:5.2} on the rayon pool; \
+            "{name:8} 1M f32: {one:5.2} Gelem/s on 1 thread, {all:5.2} on the pool; \
              16K-element calls: {hot:5.2} Gelem/s"
         );
     }

@@ -5,12 +5,11 @@
 //! operands have inner stride 1 or 0, so every inner loop is one of three
 //! flat loops. Loops use raw pointers because an output may alias an input
 //! (`req = inplace`); each element is read before it is written. Work above
-//! [`PAR_MIN`] elements is split over rayon.
+//! [`PAR_MIN`] elements is split over the pool ([`crate::parallel`]).
 
 use crate::shape::{broadcast_strides, contiguous_strides};
 use crate::{Element, Error, NDArray, Req, Result};
 use half::{bf16, f16};
-use rayon::prelude::*;
 
 /// Elements below which a kernel runs on the calling thread.
 pub(crate) const PAR_MIN: usize = 32 * 1024;
@@ -211,7 +210,7 @@ unsafe fn row<T: Element, F: Fn(T, T) -> T, const ADD: bool>(
     }
 }
 
-/// A flat loop over `n` elements, split over rayon when long.
+/// A flat loop over `n` elements, split over the pool when long.
 ///
 /// # Safety
 /// As for [`row`].
@@ -246,7 +245,7 @@ unsafe fn flat_req<T: Element, F: Fn(T, T) -> T + Sync, const ADD: bool>(
         return row::<T, F, ADD>(n, a, sa, b, sb, o, f);
     }
     let (ap, bp, op) = (a as usize, b as usize, o as usize);
-    (0..n.div_ceil(PIECE)).into_par_iter().for_each(|p| {
+    crate::parallel::for_each(n.div_ceil(PIECE), |p| {
         let start = p * PIECE;
         let len = PIECE.min(n - start);
         let (a, b, o) = (ap as *const T, bp as *const T, op as *mut T);
@@ -339,7 +338,7 @@ pub(crate) fn apply<T: Element, F: Fn(T, T) -> T + Sync>(
     };
     if n >= PAR_MIN && rows >= 2 {
         let per = PIECE.div_ceil(inner).max(1);
-        (0..rows.div_ceil(per)).into_par_iter().for_each(|p| do_rows(p * per, ((p + 1) * per).min(rows)));
+        crate::parallel::for_each(rows.div_ceil(per), |p| do_rows(p * per, ((p + 1) * per).min(rows)));
     } else {
         do_rows(0, rows);
     }

@@ -454,8 +454,7 @@ fn add_n_kernel(ins: &[NDArray], out: &NDArray, req: Req) -> Result<()> {
         };
         const PIECE: usize = 8 * 1024;
         if n * ins.len() >= kernel::PAR_MIN {
-            use rayon::prelude::*;
-            (0..n.div_ceil(PIECE)).into_par_iter().for_each(|k| piece(k * PIECE, PIECE.min(n - k * PIECE)));
+            crate::parallel::for_each(n.div_ceil(PIECE), |k| piece(k * PIECE, PIECE.min(n - k * PIECE)));
         } else {
             piece(0, n);
         }

@@ -9,7 +9,6 @@ use crate::{
     registry, AttrKind, AttrSpec, Error, FloatElement, GradCtx, NDArray, OpContext, OpDef, Req, Result,
 };
 use num_traits::{Float, One, Zero};
-use rayon::prelude::*;
 use std::sync::Arc;
 
 /// Elements below which a call runs on the calling thread.
@@ -211,15 +210,13 @@ pub(super) fn softmax_kernel<T: FloatElement>(
     let parallel = x.len() >= PAR_MIN && x.len() > per_task;
     match (inner == 1, parallel) {
         (true, false) => rows(x, y, n, scale, kind),
-        (true, true) => x
-            .par_chunks(per_task)
-            .zip(y.par_chunks_mut(per_task))
-            .for_each(|(xs, ys)| rows(xs, ys, n, scale, kind)),
+        (true, true) => crate::parallel::for_each_chunk_mut(y, per_task, |c, ys| {
+            rows(&x[c * per_task..][..ys.len()], ys, n, scale, kind)
+        }),
         (false, false) => blocks(x, y, n, inner, scale, kind),
-        (false, true) => x
-            .par_chunks(per_task)
-            .zip(y.par_chunks_mut(per_task))
-            .for_each(|(xs, ys)| blocks(xs, ys, n, inner, scale, kind)),
+        (false, true) => crate::parallel::for_each_chunk_mut(y, per_task, |c, ys| {
+            blocks(&x[c * per_task..][..ys.len()], ys, n, inner, scale, kind)
+        }),
     }
 }
 

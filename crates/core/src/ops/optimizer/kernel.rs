@@ -6,7 +6,7 @@
 //! element. [`update_elementwise`] owns the parts that are the same for
 //! every optimizer — dtype and layout checks, the output request, the case
 //! where the output buffer *is* the weight (Python's `out=weight`), and the
-//! split over rayon for long arrays — so that an operator states only its
+//! split over the pool ([`crate::parallel`]) for long arrays — so that an operator states only its
 //! per-element formula.
 //!
 //! Element `i` of every buffer is read before element `i` of any buffer is
@@ -19,9 +19,8 @@ use crate::attrs::Attrs;
 use crate::dtype::FloatElement;
 use crate::{Error, NDArray, Req, Result};
 use num_traits::Float;
-use rayon::prelude::*;
 
-/// Element count from which updates are split over rayon.
+/// Element count from which updates are split over the pool.
 const PAR_MIN: usize = 32 * 1024;
 /// Elements per parallel piece.
 const PIECE: usize = 16 * 1024;
@@ -182,7 +181,7 @@ where
     if n < PAR_MIN {
         run(0, n);
     } else {
-        (0..n.div_ceil(PIECE)).into_par_iter().for_each(|p| {
+        crate::parallel::for_each(n.div_ceil(PIECE), |p| {
             let start = p * PIECE;
             run(start, PIECE.min(n - start));
         });

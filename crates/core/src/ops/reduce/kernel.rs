@@ -11,14 +11,14 @@
 //!   a vector of accumulators (the "sum over the batch axis" fast path).
 //!
 //! Float sums accumulate in `f64`. Work above [`PAR_MIN`] elements is split
-//! over rayon, in fixed-size pieces merged in a fixed order, so results do
+//! over the pool ([`crate::parallel`]), in fixed-size pieces merged in a fixed order, so results do
 //! not depend on the number of threads.
 
+use crate::parallel;
 use crate::shape::contiguous_strides;
 use crate::strided::for_each_offsets;
 use crate::{Element, Error, Req, Result};
 use half::{bf16, f16};
-use rayon::prelude::*;
 
 /// Elements below which a reduction runs on the calling thread.
 pub(crate) const PAR_MIN: usize = 32 * 1024;
@@ -463,8 +463,8 @@ fn run<T: RNum, R: Reducer<T>, const ADD: bool>(r: &R, x: &[T], plan: &Plan, out
     let items = plan.kept.n;
     let c = if plan.inner_reduced { 1 } else { plan.inner };
     if par && items >= 8 {
-        let per = items.div_ceil(rayon::current_num_threads() * 4).max(1);
-        out.par_chunks_mut(per * c).enumerate().for_each(|(ci, oc)| {
+        let per = items.div_ceil(parallel::num_threads() * 4).max(1);
+        parallel::for_each_chunk_mut(out, per * c, |ci, oc| {
             for (j, o) in oc.chunks_mut(c).enumerate() {
                 item::<T, R, ADD>(r, x, plan, ci * per + j, o, false);
             }
@@ -499,21 +499,20 @@ fn item<T: RNum, R: Reducer<T>, const ADD: bool>(
             acc
         } else if nred == 1 {
             let row = &x[base..base + l];
-            let parts: Vec<R::A> = row.par_chunks(ROW_PIECE).map(|c| reduce_row(r, c)).collect();
+            let parts: Vec<R::A> = parallel::map(row.len().div_ceil(ROW_PIECE), |c| {
+                reduce_row(r, &row[c * ROW_PIECE..][..ROW_PIECE.min(row.len() - c * ROW_PIECE)])
+            });
             parts.into_iter().fold(r.init(), |a, b| r.merge(a, b))
         } else {
             let per = nred.div_ceil(64).max(1);
-            let parts: Vec<R::A> = (0..nred.div_ceil(per))
-                .into_par_iter()
-                .map(|g| {
-                    let mut acc = r.init();
-                    for k in g * per..((g + 1) * per).min(nred) {
-                        let off = base + plan.red.at(k);
-                        acc = r.merge(acc, reduce_row(r, &x[off..off + l]));
-                    }
-                    acc
-                })
-                .collect();
+            let parts: Vec<R::A> = parallel::map(nred.div_ceil(per), |g| {
+                let mut acc = r.init();
+                for k in g * per..((g + 1) * per).min(nred) {
+                    let off = base + plan.red.at(k);
+                    acc = r.merge(acc, reduce_row(r, &x[off..off + l]));
+                }
+                acc
+            });
             parts.into_iter().fold(r.init(), |a, b| r.merge(a, b))
         };
         put::<T, ADD>(&mut out[0], r.finish(acc, plan.count));
@@ -542,17 +541,14 @@ fn item<T: RNum, R: Reducer<T>, const ADD: bool>(
         }
         return;
     }
-    let want = rayon::current_num_threads() * 4;
+    let want = parallel::num_threads() * 4;
     let groups = if ntiles >= want { 1 } else { want.div_ceil(ntiles).min(nred).max(1) };
     let per = nred.div_ceil(groups);
     let groups = nred.div_ceil(per);
-    let parts: Vec<Vec<R::A>> = (0..ntiles * groups)
-        .into_par_iter()
-        .map(|u| {
-            let (t, g) = (u / groups, u % groups);
-            tile_acc(t * TILE, ((t + 1) * TILE).min(l), g * per, ((g + 1) * per).min(nred))
-        })
-        .collect();
+    let parts: Vec<Vec<R::A>> = parallel::map(ntiles * groups, |u| {
+        let (t, g) = (u / groups, u % groups);
+        tile_acc(t * TILE, ((t + 1) * TILE).min(l), g * per, ((g + 1) * per).min(nred))
+    });
     for t in 0..ntiles {
         let (t0, t1) = (t * TILE, ((t + 1) * TILE).min(l));
         let mut acc = parts[t * groups].clone();
@@ -618,7 +614,7 @@ pub(crate) fn arg_reduce<T: RNum>(
         }
     };
     if x.len() >= PAR_MIN && pre >= 2 {
-        idx.par_chunks_mut(post).enumerate().for_each(|(p, o)| block(p, o));
+        parallel::for_each_chunk_mut(&mut idx, post, |p, o| block(p, o));
     } else {
         for (p, o) in idx.chunks_mut(post).enumerate() {
             block(p, o);

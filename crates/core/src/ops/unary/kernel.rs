@@ -15,16 +15,16 @@
 //!
 //! Requests: `write`/`inplace` store straight into the output (an output
 //! that is the input itself is updated in place), `add` computes into a
-//! temporary and accumulates, `null` does nothing. Work is spread over rayon
+//! temporary and accumulates, `null` does nothing. Work is spread over the pool ([`crate::parallel`])
 //! only from [`PAR_MIN`] elements on, so one-element calls stay cheap.
 
 use crate::dtype::{DType, Element, FloatElement};
 use crate::kernels::simd_math;
+use crate::parallel;
 use crate::{Error, NDArray, Req, Result};
 use half::{bf16, f16};
-use rayon::prelude::*;
 
-/// Element count from which the loops here use rayon.
+/// Element count from which the loops here use the pool.
 pub(crate) const PAR_MIN: usize = 32 * 1024;
 /// Chunk size of parallel loops.
 const PAR_CHUNK: usize = 16 * 1024;
@@ -216,7 +216,7 @@ pub(crate) fn binary_forward<K: BinaryFn>(
 pub(crate) fn add_into<T: Element>(dst: &mut [T], src: &[T]) {
     let body = |d: &mut [T], s: &[T]| d.iter_mut().zip(s).for_each(|(d, s)| *d = d.add(*s));
     if dst.len() >= PAR_MIN {
-        dst.par_chunks_mut(PAR_CHUNK).zip(src.par_chunks(PAR_CHUNK)).for_each(|(d, s)| body(d, s));
+        parallel::for_each_chunk_mut(dst, PAR_CHUNK, |c, d| body(d, &src[c * PAR_CHUNK..][..d.len()]));
     } else {
         body(dst, src);
     }
@@ -231,9 +231,10 @@ pub(crate) fn zip_map<T: Copy + Send + Sync, F: Fn(T, T) -> T + Sync>(a: &[T], b
         }
     };
     if out.len() >= PAR_MIN {
-        out.par_chunks_mut(PAR_CHUNK)
-            .zip(a.par_chunks(PAR_CHUNK).zip(b.par_chunks(PAR_CHUNK)))
-            .for_each(|(o, (a, b))| body(a, b, o));
+        parallel::for_each_chunk_mut(out, PAR_CHUNK, |c, o| {
+            let at = c * PAR_CHUNK;
+            body(&a[at..][..o.len()], &b[at..][..o.len()], o)
+        });
     } else {
         body(a, b, out);
     }
@@ -286,7 +287,7 @@ fn source<'a, T: Element>(x: &'a NDArray, out: &NDArray, owned: &'a mut Vec<T>) 
 /// Runs `body` over matching chunks, in parallel for long slices.
 fn chunked<T: Send + Sync, U: Send + Sync>(src: &[T], dst: &mut [U], body: impl Fn(&[T], &mut [U]) + Sync) {
     if dst.len() >= PAR_MIN {
-        src.par_chunks(PAR_CHUNK).zip(dst.par_chunks_mut(PAR_CHUNK)).for_each(|(s, d)| body(s, d));
+        parallel::for_each_chunk_mut(dst, PAR_CHUNK, |c, d| body(&src[c * PAR_CHUNK..][..d.len()], d));
     } else {
         body(src, dst);
     }
@@ -395,9 +396,10 @@ where
         }
     };
     if dst.len() >= PAR_MIN {
-        dst.par_chunks_mut(PAR_CHUNK)
-            .zip(sa.par_chunks(PAR_CHUNK).zip(sb.par_chunks(PAR_CHUNK)))
-            .for_each(|(d, (a, b))| body(a, b, d));
+        parallel::for_each_chunk_mut(dst, PAR_CHUNK, |c, d| {
+            let at = c * PAR_CHUNK;
+            body(&sa[at..][..d.len()], &sb[at..][..d.len()], d)
+        });
     } else {
         body(sa, sb, dst);
     }
