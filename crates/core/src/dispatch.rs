@@ -268,7 +268,11 @@ fn run(
                     o.check_writable()?;
                 }
                 let aliased = req[i] != Req::Inplace && inputs.iter().any(|x| x.shares_storage(o));
-                if req[i] != Req::Null && (aliased || !o.is_contiguous()) {
+                if aliased && req[i] == Req::Write && writes_in_place(op, inputs, i, o) {
+                    kout.push(o.clone());
+                    back.push(None);
+                    reqs.push(Req::Inplace);
+                } else if req[i] != Req::Null && (aliased || !o.is_contiguous()) {
                     let tmp = if req[i] == Req::Add {
                         o.copy()?
                     } else {
@@ -383,4 +387,22 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     } else {
         "unknown panic payload".to_string()
     }
+}
+
+/// True when output `i`, given as `out`, may be written over the inputs it
+/// shares memory with: each such input is the very same view (offset,
+/// shape, strides, dtype) and the operator declares that input-output pair
+/// in place ([`OpDef::inplace`](crate::op::OpDef::inplace)). A write
+/// request then runs as `inplace`, without a temporary and a copy back (an
+/// optimizer update with `out=weight`, for one).
+fn writes_in_place(op: &Op, inputs: &[&NDArray], i: usize, out: &NDArray) -> bool {
+    out.is_contiguous()
+        && inputs.iter().enumerate().all(|(j, x)| {
+            !x.shares_storage(out)
+                || (op.inplace.contains(&(j, i))
+                    && x.offset() == out.offset()
+                    && x.shape() == out.shape()
+                    && x.strides() == out.strides()
+                    && x.dtype() == out.dtype())
+        })
 }

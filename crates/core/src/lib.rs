@@ -44,5 +44,7 @@ pub use dtype::{DType, Element, FloatElement};
 pub use error::{Error, Result};
 pub use half;
 pub use ndarray::{NDArray, SliceSpec};
-pub use op::{BackwardArgs, BackwardDeps, GradCtx, Gradient, OpContext, OpDef, OpState, Req, Resource};
+pub use op::{
+    BackwardArgs, BackwardDeps, GradCtx, GradInto, Gradient, OpContext, OpDef, OpState, Req, Resource,
+};
 pub use shape::Shape;

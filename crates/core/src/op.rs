@@ -141,6 +141,55 @@ pub struct GradCtx<'a> {
     pub state: Option<&'a OpState>,
     /// True in train mode.
     pub is_train: bool,
+    /// Buffers the rule may store some inputs' gradients straight into
+    /// (see [`GradInto`]); `None` when none are offered.
+    pub grad_into: Option<&'a GradInto>,
+}
+
+/// Gradient buffers offered to a gradient rule by a `backward` pass: for an
+/// input that is a variable with `grad_req='write'` and no other consumer,
+/// the variable's own gradient buffer. A rule may [`store`](Self::store)
+/// that input's gradient there and return `None` for it, which saves the
+/// backward pass a copy (a cached graph's rule does); a rule that ignores
+/// the offer returns the gradient as usual.
+#[derive(Debug, Default)]
+pub struct GradInto {
+    buffers: Vec<Option<NDArray>>,
+    stored: Vec<std::sync::atomic::AtomicBool>,
+}
+
+impl GradInto {
+    /// Offers `buffers[i]` for input `i`'s gradient.
+    pub fn new(buffers: Vec<Option<NDArray>>) -> Self {
+        let stored = buffers.iter().map(|_| std::sync::atomic::AtomicBool::new(false)).collect();
+        Self { buffers, stored }
+    }
+
+    /// The buffer offered for input `i`, if any.
+    pub fn offered(&self, i: usize) -> Option<&NDArray> {
+        self.buffers.get(i).and_then(Option::as_ref)
+    }
+
+    /// Copies `value` into the buffer offered for input `i` and returns
+    /// true; returns false (and does nothing) when none is offered.
+    pub fn store(&self, i: usize, value: &NDArray) -> Result<bool> {
+        let Some(buf) = self.offered(i) else { return Ok(false) };
+        if buf.shape() != value.shape() {
+            return Err(Error::Shape(format!(
+                "the gradient of input {i} has shape {:?}, its buffer {:?}",
+                value.shape(),
+                buf.shape()
+            )));
+        }
+        buf.assign_from(value)?;
+        self.stored[i].store(true, std::sync::atomic::Ordering::Release);
+        Ok(true)
+    }
+
+    /// True when the rule stored input `i`'s gradient in its buffer.
+    pub fn was_stored(&self, i: usize) -> bool {
+        self.stored.get(i).is_some_and(|s| s.load(std::sync::atomic::Ordering::Acquire))
+    }
 }
 
 /// A gradient rule composed of operator calls: returns one gradient per

@@ -252,16 +252,30 @@ fn cached_op_def(
                         && g.needs_grad.iter().zip(&sig.1).all(|(need, has)| !need || *has) =>
                 {
                     let heads: Vec<Option<NDArray>> = g.out_grads.iter().cloned().map(Some).collect();
-                    exe.backward(&heads)?;
-                    let grads = exe
-                        .grad_arrays()
+                    // The values are views of the executor's buffers: each is
+                    // copied once, into the variable's own gradient buffer when
+                    // the backward pass offers it, before the executor goes back.
+                    let values = exe.backward_values(&heads)?.unwrap_or_default();
+                    let grads = values
                         .iter()
                         .zip(g.needs_grad)
-                        .map(|(gr, need)| match (gr, need) {
-                            (Some(gr), true) => gr.copy().map(Some),
+                        .enumerate()
+                        .map(|(i, (gr, need))| match (gr, need) {
+                            (Some(gr), true) => {
+                                let stored = match g.grad_into {
+                                    Some(into) => into.store(i, gr)?,
+                                    None => false,
+                                };
+                                if stored {
+                                    Ok(None)
+                                } else {
+                                    gr.copy().map(Some)
+                                }
+                            }
                             _ => Ok(None),
                         })
                         .collect::<Result<Vec<_>>>()?;
+                    drop(values);
                     give_back(&pools, sig, exe);
                     let mut all = grads;
                     all.resize(n_in, None);

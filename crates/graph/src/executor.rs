@@ -489,11 +489,41 @@ impl Executor {
     /// flowing into each output is `out_grads[i]` (ones where none is
     /// given), and each argument's gradient is stored under its request.
     pub fn backward(&mut self, out_grads: &[Option<NDArray>]) -> Result<()> {
+        let Some(values) = self.backward_values(out_grads)? else { return Ok(()) };
+        for (i, g) in values.iter().enumerate() {
+            let (Some(g), Some(dst)) = (g, self.grads[i].clone()) else { continue };
+            match self.reqs[i] {
+                Req::Null => {}
+                Req::Write | Req::Inplace => dst.assign_from(g)?,
+                Req::Add => {
+                    let op = oxnet_core::registry::get("elemwise_add")?;
+                    oxnet_core::invoke_into(
+                        &op,
+                        &[&dst, g],
+                        &oxnet_core::Attrs::empty(),
+                        std::slice::from_ref(&dst),
+                        &[Req::Write],
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the backward part like [`backward`](Self::backward) but leaves
+    /// the bound gradient arrays alone: returns, per argument, its gradient
+    /// where the graph computes one, as a view of the executor's own buffers
+    /// (valid until the executor runs again). `None` when every request is
+    /// `null`.
+    pub(crate) fn backward_values(
+        &mut self,
+        out_grads: &[Option<NDArray>],
+    ) -> Result<Option<Vec<Option<NDArray>>>> {
         if !self.trained {
             return Err(Error::Autograd("backward needs a forward(is_train=True) first".into()));
         }
         if self.backward_steps.is_empty() && self.grad_entries.iter().all(Option::is_none) {
-            return Ok(()); // every grad_req is null
+            return Ok(None); // every grad_req is null
         }
         if !out_grads.is_empty() && out_grads.len() != self.outputs.len() {
             return Err(Error::Invalid(format!(
@@ -513,25 +543,13 @@ impl Executor {
         let _mode = autograd::pause();
         let _train = autograd::train_mode();
         self.run_steps(true)?;
-        for i in 0..self.grads.len() {
-            let (Some(e), Some(dst)) = (self.grad_entries[i], self.grads[i].clone()) else { continue };
-            let g = self.value(e)?;
-            match self.reqs[i] {
-                Req::Null => {}
-                Req::Write | Req::Inplace => dst.assign_from(&g)?,
-                Req::Add => {
-                    let op = oxnet_core::registry::get("elemwise_add")?;
-                    oxnet_core::invoke_into(
-                        &op,
-                        &[&dst, &g],
-                        &oxnet_core::Attrs::empty(),
-                        std::slice::from_ref(&dst),
-                        &[Req::Write],
-                    )?;
-                }
-            }
-        }
-        Ok(())
+        let values = (0..self.grads.len())
+            .map(|i| match self.grad_entries[i] {
+                Some(e) if self.reqs[i] != Req::Null => self.value(e).map(Some),
+                _ => Ok(None),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(values))
     }
 
     /// The memory plan of the bound graph (forward and backward).

@@ -122,6 +122,7 @@ pub fn gradient(
                         needs_grad: &needs,
                         state: None,
                         is_train: true,
+                        grad_into: None,
                     };
                     rule(&ctx)
                 })

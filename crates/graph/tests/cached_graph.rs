@@ -166,3 +166,45 @@ fn a_call_recorded_in_predict_mode_is_differentiable() {
     eager.backward().unwrap();
     close(&w.grad().unwrap(), &w2.grad().unwrap(), 1e-10);
 }
+
+/// A variable read only by one cached call gets its gradient written
+/// straight into its buffer (overwritten on each pass, marked fresh); one
+/// also read by imperative code gets the sum of both contributions.
+#[test]
+fn gradients_land_in_variable_buffers_whether_or_not_the_graph_is_their_only_consumer() {
+    let cg = layer();
+    let (x, w) = data();
+    let (xe, we) = (x.copy().unwrap(), w.copy().unwrap());
+    for a in [&x, &w, &xe, &we] {
+        a.attach_grad(Req::Write).unwrap();
+    }
+    for _ in 0..2 {
+        let loss = {
+            let _rec = autograd::record();
+            let y = cg.call(&[&x, &w]).unwrap().remove(0);
+            invoke1("sum", &[&y], &[]).unwrap()
+        };
+        autograd::set_fresh_grad(&w, false);
+        loss.backward().unwrap();
+        assert!(autograd::fresh_grad(&w).unwrap());
+        let eager = {
+            let _rec = autograd::record();
+            invoke1("sum", &[&eager_layer(&xe, &we)], &[]).unwrap()
+        };
+        eager.backward().unwrap();
+        // the second pass overwrites (grad_req write), it does not add
+        close(&w.grad().unwrap(), &we.grad().unwrap(), 1e-12);
+        close(&x.grad().unwrap(), &xe.grad().unwrap(), 1e-12);
+    }
+
+    // w also feeds an imperative op: both contributions are summed
+    let loss = {
+        let _rec = autograd::record();
+        let y = cg.call(&[&x, &w]).unwrap().remove(0);
+        let extra = invoke1("sum", &[&w], &[]).unwrap();
+        invoke1("elemwise_add", &[&invoke1("sum", &[&y], &[]).unwrap(), &extra], &[]).unwrap()
+    };
+    loss.backward().unwrap();
+    let want = invoke1("_plus_scalar", &[&we.grad().unwrap()], &[("scalar", 1.0.into())]).unwrap();
+    close(&w.grad().unwrap(), &want, 1e-12);
+}

@@ -3,7 +3,7 @@
 use super::mode;
 use crate::attrs::Attrs;
 use crate::dispatch;
-use crate::op::{BackwardArgs, GradCtx, Gradient, OpContext, OpState, Req};
+use crate::op::{BackwardArgs, GradCtx, GradInto, Gradient, OpContext, OpState, Req};
 use crate::registry::Op;
 use crate::shape::Shape;
 use crate::{DType, Error, NDArray, Result};
@@ -266,7 +266,7 @@ struct Gradients {
     all: HashMap<(usize, usize), NDArray>,
     /// Gradients of variables, with the variable.
     vars: HashMap<usize, (Arc<Variable>, NDArray)>,
-    /// Variables whose buffers a backward kernel already added into.
+    /// Variables whose buffers a node already wrote or added into.
     added_in_place: Vec<Arc<Variable>>,
 }
 
@@ -366,6 +366,8 @@ fn run(
     }
 
     let order = reverse_topo(&entries);
+    let sole_writes =
+        if into_buffers && !opts.create_graph { sole_write_variables(&entries, &order) } else { Vec::new() };
     for node in &order {
         let out_grads: Vec<Option<NDArray>> = (0..node.out_meta.len())
             .map(|i| grads.all.get(&(Arc::as_ptr(node) as usize, i)).cloned())
@@ -401,15 +403,39 @@ fn run(
                 _ => None,
             })
             .collect();
-        let in_grads =
-            node_gradient(node, out_grads, &needs, &add_into, opts).map_err(|e| e.in_op(&node.op.name))?;
-        for v in add_into.iter().flatten() {
+        // Variables whose buffer a gradient rule may write itself.
+        let offers: Vec<Option<Arc<Variable>>> = node
+            .parents
+            .iter()
+            .map(|p| match p {
+                Some(AgEntry::Var(v))
+                    if matches!(node.op.gradient, Gradient::Rule(_))
+                        && sole_writes.iter().any(|w| Arc::ptr_eq(w, v)) =>
+                {
+                    Some(v.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        let grad_into = offers
+            .iter()
+            .any(Option::is_some)
+            .then(|| GradInto::new(offers.iter().map(|v| v.as_ref().and_then(|v| v.grad.clone())).collect()));
+        let in_grads = node_gradient(node, out_grads, &needs, &add_into, grad_into.as_ref(), opts)
+            .map_err(|e| e.in_op(&node.op.name))?;
+        let stored = offers
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| grad_into.as_ref().is_some_and(|g| g.was_stored(*i)))
+            .filter_map(|(_, v)| v.as_ref());
+        for v in add_into.iter().flatten().chain(stored) {
             if !grads.added_in_place.iter().any(|w| Arc::ptr_eq(w, v)) {
                 grads.added_in_place.push(v.clone());
             }
         }
         for (i, g) in in_grads.into_iter().enumerate() {
-            if let (Some(g), Some(parent), true) = (g, &node.parents[i], needs[i]) {
+            let stored = grad_into.as_ref().is_some_and(|g| g.was_stored(i));
+            if let (Some(g), Some(parent), true, false) = (g, &node.parents[i], needs[i], stored) {
                 accumulate(&mut grads, parent, g)?;
             }
         }
@@ -423,14 +449,39 @@ fn run(
     Ok(grads)
 }
 
+/// Variables with `grad_req='write'` and a buffer that exactly one input
+/// slot of the nodes in `order` consumes (and that are not heads
+/// themselves): a node may write such a variable's gradient straight into
+/// its buffer, since nothing else adds to it.
+fn sole_write_variables(heads: &[AgEntry], order: &[Arc<Node>]) -> Vec<Arc<Variable>> {
+    let mut uses: HashMap<usize, (Arc<Variable>, usize)> = HashMap::new();
+    for entry in order.iter().flat_map(|n| n.parents.iter().flatten()) {
+        if let AgEntry::Var(v) = entry {
+            uses.entry(Arc::as_ptr(v) as usize).or_insert_with(|| (v.clone(), 0)).1 += 1;
+        }
+    }
+    for h in heads {
+        if let AgEntry::Var(v) = h {
+            // a head's gradient also comes from its head gradient
+            uses.remove(&(Arc::as_ptr(v) as usize));
+        }
+    }
+    uses.into_values()
+        .filter(|(v, n)| *n == 1 && v.req == Req::Write && v.grad.is_some())
+        .map(|(v, _)| v)
+        .collect()
+}
+
 /// Applies one node's gradient. A backward kernel adds the gradients of
 /// inputs listed in `add_into` straight into those variables' buffers
-/// (request `add`) and returns `None` for them.
+/// (request `add`) and returns `None` for them; a gradient rule is offered
+/// `grad_into`.
 fn node_gradient(
     node: &Arc<Node>,
     out_grads: Vec<Option<NDArray>>,
     needs: &[bool],
     add_into: &[Option<Arc<Variable>>],
+    grad_into: Option<&GradInto>,
     opts: BackwardOptions,
 ) -> Result<Vec<Option<NDArray>>> {
     let (saved_in, saved_out) = {
@@ -490,6 +541,7 @@ fn node_gradient(
                 needs_grad: needs,
                 state: node.state.as_ref(),
                 is_train: node.is_train,
+                grad_into,
             };
             let gs = check_len(rule(&ctx)?)?;
             for (i, (g, x)) in gs.iter().zip(&inputs).enumerate() {
