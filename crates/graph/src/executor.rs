@@ -13,6 +13,7 @@
 use crate::gradient::gradient;
 use crate::indexed::IndexedGraph;
 use crate::infer::{infer_complete, infer_dtypes, infer_shapes, is_complete};
+use crate::node::OpCall;
 use crate::plan::{plan_memory, MemoryPlan};
 use crate::symbol::{shape_string, Symbol};
 use oxnet_core::autograd;
@@ -60,6 +61,9 @@ pub struct Executor {
     plan: MemoryPlan,
     /// The operator nodes resolved for running: forward ones first.
     steps: Vec<Step>,
+    /// Where steps read a variable: (variable node, step, input slot), so
+    /// that rebinding an input updates only those slots.
+    var_uses: Vec<(usize, usize, usize)>,
     outputs: Vec<NDArray>,
     monitor: Option<MonitorFn>,
     trained: bool,
@@ -344,6 +348,7 @@ impl Executor {
             head_grad_buffers,
             plan,
             steps: Vec::new(),
+            var_uses: Vec::new(),
             outputs: Vec::new(),
             monitor: None,
             trained: false,
@@ -368,28 +373,31 @@ impl Executor {
     /// (again when the bound inputs change), so that a run only calls kernels.
     fn prepare_steps(&mut self) -> Result<()> {
         let mut steps = Vec::with_capacity(self.forward_steps.len() + self.backward_steps.len());
-        for &n in self.forward_steps.iter().chain(&self.backward_steps) {
+        let mut var_uses = Vec::new();
+        for (s, &n) in self.forward_steps.iter().chain(&self.backward_steps).enumerate() {
             let node = &self.graph.nodes[n];
             let call = node.op.as_ref().expect("steps are operator nodes");
             let inputs: Vec<NDArray> = self.graph.inputs[n]
                 .iter()
                 .map(|&(m, k)| self.value(self.graph.entry(m, k)))
                 .collect::<Result<_>>()?;
+            for (slot, &(m, _)) in self.graph.inputs[n].iter().enumerate() {
+                if self.graph.nodes[m].op.is_none() {
+                    var_uses.push((m, s, slot));
+                }
+            }
             let first = self.graph.entry(n, 0);
             let outputs: Vec<NDArray> = (0..self.graph.num_outputs(n))
                 .map(|k| self.buffers[first + k].clone().expect("planned"))
                 .collect();
-            // the kernel is called directly when the dispatcher would hand it
-            // these very arrays (contiguous inputs, distinct planned outputs)
-            let direct = call.op.forward_dynamic.is_none()
-                && (call.op.accepts_strided || inputs.iter().all(NDArray::is_contiguous));
-            let kernel = if direct { call.op.kernel_for(self.device).ok().cloned() } else { None };
+            let kernel = direct_kernel(call, &inputs, self.device);
             let reqs = (0..outputs.len())
                 .map(|k| if self.plan.in_place[first + k] { Req::Inplace } else { Req::Write })
                 .collect();
             steps.push(Step { node: n, kernel, inputs, outputs, reqs, visible: call.visible_outputs()? });
         }
         self.steps = steps;
+        self.var_uses = var_uses;
         Ok(())
     }
 
@@ -581,18 +589,38 @@ impl Executor {
                 )));
             }
         }
-        for (n, slot) in self.var_nodes.clone() {
+        let mut changed = Vec::new();
+        for &(n, slot) in &self.var_nodes {
             let value = match slot {
-                (false, i) => args[i].clone(),
-                (true, i) => aux[i].clone(),
+                (false, i) => &args[i],
+                (true, i) => &aux[i],
             };
-            self.var_values[n] = Some(value);
+            if !self.var_values[n].as_ref().is_some_and(|old| old.same_handle(value)) {
+                self.var_values[n] = Some(value.clone());
+                changed.push(n);
+            }
         }
         self.args = args;
         self.aux = aux;
+        if changed.is_empty() {
+            return Ok(());
+        }
         // an output that is a variable shows the new array
         self.outputs = self.head_entries.iter().map(|&e| self.value(e)).collect::<Result<_>>()?;
-        self.prepare_steps()
+        // only the steps reading a rebound variable change
+        let mut touched = Vec::new();
+        for &(n, s, slot) in &self.var_uses {
+            if changed.contains(&n) {
+                self.steps[s].inputs[slot] = self.var_values[n].clone().expect("bound above");
+                touched.push(s);
+            }
+        }
+        touched.dedup();
+        for s in touched {
+            let call = self.graph.nodes[self.steps[s].node].op.as_ref().expect("steps are operator nodes");
+            self.steps[s].kernel = direct_kernel(call, &self.steps[s].inputs, self.device);
+        }
+        Ok(())
     }
 
     /// Sets a callback that sees every operator output during `forward`.
@@ -728,4 +756,17 @@ impl Executor {
 
 fn bind_error(e: Error) -> Error {
     Error::Invalid(format!("bind: {e}"))
+}
+
+/// The forward kernel of `call`, when the executor may call it directly:
+/// the dispatcher would hand it these very arrays (contiguous inputs, or an
+/// operator that takes strided ones; distinct planned outputs).
+fn direct_kernel(call: &OpCall, inputs: &[NDArray], device: Device) -> Option<ForwardFn> {
+    let direct = call.op.forward_dynamic.is_none()
+        && (call.op.accepts_strided || inputs.iter().all(NDArray::is_contiguous));
+    if direct {
+        call.op.kernel_for(device).ok().cloned()
+    } else {
+        None
+    }
 }
