@@ -3,6 +3,7 @@
 use oxnet_core::Device;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 
 /// The `oxnet.Context` for `device`.
 pub fn to_py(py: Python<'_>, device: Device) -> PyResult<Bound<'_, PyAny>> {
@@ -10,7 +11,10 @@ pub fn to_py(py: Python<'_>, device: Device) -> PyResult<Bound<'_, PyAny>> {
         Device::Cpu => "cpu",
         Device::Gpu(_) => "gpu",
     };
-    py.import("oxnet.context")?.getattr("Context")?.call1((kind, device.ordinal()))
+    static CONTEXT_CLASS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let class = CONTEXT_CLASS
+        .get_or_try_init(py, || py.import("oxnet.context")?.getattr("Context").map(Bound::unbind))?;
+    class.bind(py).call1((kind, device.ordinal()))
 }
 
 /// The device of a `Context` (or of a string such as `'cpu'`/`'cpu(0)'`).
