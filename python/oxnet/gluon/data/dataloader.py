@@ -3,8 +3,10 @@ worker processes or in worker threads (``mx.gluon.data.DataLoader``).
 
 Worker processes are started with the ``'forkserver'`` method (``'spawn'``
 where that is missing), never by forking this process: a child forked from a
-process that has already run oxnet operators inherits a thread pool without
-its threads and can hang on its first operator. So the dataset and the
+multi-threaded process keeps only the forking thread, and a lock that
+another thread held at that instant (in the engine's registry, in the
+allocator) stays locked in the child, which can then hang. (oxnet's thread
+pool itself notices a forked child and runs its kernels inline.) So the dataset and the
 ``batchify_fn`` must be picklable (defined at module level; a script must
 guard its entry point with ``if __name__ == '__main__':``); NDArrays cross
 between processes as numpy arrays. ``thread_pool=True`` runs the workers as
