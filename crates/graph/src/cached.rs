@@ -175,13 +175,8 @@ fn take_executor(
     let zeros = |(s, d): &(Vec<usize>, DType)| NDArray::zeros(s, *d, device);
     let args = metas[..n_args].iter().map(zeros).collect::<Result<Vec<_>>>()?;
     let aux = metas[n_args..].iter().map(zeros).collect::<Result<Vec<_>>>()?;
-    let grads = args
-        .iter()
-        .zip(wants)
-        .map(|(a, w)| if *w { NDArray::zeros_like(a).map(Some) } else { Ok(None) })
-        .collect::<Result<Vec<_>>>()?;
     let reqs = wants.iter().map(|w| if *w { Req::Write } else { Req::Null }).collect();
-    Executor::new(symbol, device, args, grads, reqs, aux)
+    Executor::without_gradient_arrays(symbol, device, args, reqs, aux)
 }
 
 fn cached_op_def(

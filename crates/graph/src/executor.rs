@@ -161,6 +161,32 @@ impl Executor {
         reqs: Vec<Req>,
         aux: Vec<NDArray>,
     ) -> Result<Executor> {
+        Self::build(sym, device, args, grads, reqs, aux, true)
+    }
+
+    /// An executor whose gradients are only read through
+    /// [`backward_values`](Self::backward_values) (a cached graph's): no
+    /// gradient arrays are bound, `reqs` only say which gradients to compute.
+    pub(crate) fn without_gradient_arrays(
+        sym: &Symbol,
+        device: Device,
+        args: Vec<NDArray>,
+        reqs: Vec<Req>,
+        aux: Vec<NDArray>,
+    ) -> Result<Executor> {
+        let grads = vec![None; args.len()];
+        Self::build(sym, device, args, grads, reqs, aux, false)
+    }
+
+    fn build(
+        sym: &Symbol,
+        device: Device,
+        args: Vec<NDArray>,
+        grads: Vec<Option<NDArray>>,
+        reqs: Vec<Req>,
+        aux: Vec<NDArray>,
+        grads_bound: bool,
+    ) -> Result<Executor> {
         let graph = sym.indexed()?;
         let arg_ids = graph.arguments();
         let aux_ids = graph.aux_states();
@@ -181,7 +207,7 @@ impl Executor {
         count("gradient requests", reqs.len(), &arg_names)?;
         count("auxiliary arrays", aux.len(), &aux_names)?;
         for (i, (r, g)) in reqs.iter().zip(&grads).enumerate() {
-            if *r != Req::Null && g.is_none() {
+            if grads_bound && *r != Req::Null && g.is_none() {
                 return Err(Error::Invalid(format!(
                     "bind: argument `{}` has grad_req {r} but no gradient array",
                     arg_names[i]
