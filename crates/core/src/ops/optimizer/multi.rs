@@ -164,8 +164,15 @@ fn forward(layout: Layout, ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -
     Ok(())
 }
 
+/// Weights of one multi-tensor call whose output may be the weight's own
+/// buffer without a temporary (the in-place pairs are declared up front,
+/// while `num_weights` is an attribute); later ones still work, through a
+/// temporary. MXNet's Trainer aggregates at most 60 weights per call.
+const IN_PLACE_WEIGHTS: usize = 64;
+
 fn multi_op(name: &str, doc: &str, layout: Layout) -> OpDef {
     let stride = layout.stride();
+    let in_place: Vec<(usize, usize)> = (0..IN_PLACE_WEIGHTS).map(|i| (i * stride, i)).collect();
     let names = layout.names();
     let mut def = OpDef::new(name)
         .doc(doc)
@@ -177,6 +184,7 @@ fn multi_op(name: &str, doc: &str, layout: Layout) -> OpDef {
     def.attr(rescale_attr())
         .attr(clip_attr())
         .attr(AttrSpec::optional("num_weights", AttrKind::Int, 1i64, "Number of updated weights."))
+        .inplace(&in_place)
         .arguments_fn(move |attrs| {
             let n = num_weights(attrs)?;
             Ok((0..n).flat_map(|i| names.iter().map(move |s| format!("{s}_{i}"))).collect())
