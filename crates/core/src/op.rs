@@ -173,15 +173,25 @@ impl GradInto {
     /// Copies `value` into the buffer offered for input `i` and returns
     /// true; returns false (and does nothing) when none is offered.
     pub fn store(&self, i: usize, value: &NDArray) -> Result<bool> {
+        self.compute_into(i, |buf| {
+            if buf.shape() != value.shape() {
+                return Err(Error::Shape(format!(
+                    "the gradient of input {i} has shape {:?}, its buffer {:?}",
+                    value.shape(),
+                    buf.shape()
+                )));
+            }
+            buf.assign_from(value)
+        })
+    }
+
+    /// Lets `write` compute input `i`'s gradient straight into its offered
+    /// buffer (it must overwrite every element, as under request `write`)
+    /// and returns true; returns false without calling it when none is
+    /// offered.
+    pub fn compute_into(&self, i: usize, write: impl FnOnce(&NDArray) -> Result<()>) -> Result<bool> {
         let Some(buf) = self.offered(i) else { return Ok(false) };
-        if buf.shape() != value.shape() {
-            return Err(Error::Shape(format!(
-                "the gradient of input {i} has shape {:?}, its buffer {:?}",
-                value.shape(),
-                buf.shape()
-            )));
-        }
-        buf.assign_from(value)?;
+        write(buf)?;
         self.stored[i].store(true, std::sync::atomic::Ordering::Release);
         Ok(true)
     }

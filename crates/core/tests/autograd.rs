@@ -198,3 +198,40 @@ fn dropout_follows_train_mode() {
     let zeros = train.to_vec::<f32>().unwrap().iter().filter(|v| **v == 0.0).count();
     assert!((350..650).contains(&zeros), "{zeros} of 1000 dropped");
 }
+
+/// FullyConnected's weight and bias gradients, written straight into the
+/// buffers of variables that only it reads: hand-computed values
+/// (dW = gᵀ·x, db = column sums of g with g = 1 for a sum), overwritten by
+/// a second pass; a weight also read elsewhere gets both contributions.
+#[test]
+fn fully_connected_gradients_land_in_sole_variables_buffers() {
+    let x = NDArray::from_vec(vec![1.0f64, 2.0, 3.0, -1.0, 0.5, 2.0], &[2, 3]).unwrap();
+    let w = NDArray::from_vec(vec![0.1f64, 0.2, 0.3, -0.4, 0.5, -0.6], &[2, 3]).unwrap();
+    let b = NDArray::from_vec(vec![0.5f64, -0.5], &[2]).unwrap();
+    for a in [&x, &w, &b] {
+        a.attach_grad(Req::Write).unwrap();
+    }
+    let fc = |extra: bool| {
+        let _rec = autograd::record();
+        let y = invoke1("FullyConnected", &[&x, &w, &b], &[("num_hidden", 2.into())]).unwrap();
+        let s = invoke1("sum", &[&y], &[]).unwrap();
+        if extra {
+            let sw = invoke1("sum", &[&w], &[]).unwrap();
+            invoke1("elemwise_add", &[&s, &sw], &[]).unwrap()
+        } else {
+            s
+        }
+    };
+    // with g = ones(2, 2): dW[j, :] = x[0, :] + x[1, :], db = [2, 2], dx[i, :] = w[0, :] + w[1, :]
+    let dw = [0.0, 2.5, 5.0, 0.0, 2.5, 5.0];
+    for _ in 0..2 {
+        fc(false).backward().unwrap();
+        close(&w.grad().unwrap().to_vec::<f64>().unwrap(), &dw, 1e-12);
+        close(&b.grad().unwrap().to_vec::<f64>().unwrap(), &[2.0, 2.0], 1e-12);
+        close(&x.grad().unwrap().to_vec::<f64>().unwrap(), &[-0.3, 0.7, -0.3, -0.3, 0.7, -0.3], 1e-12);
+    }
+    fc(true).backward().unwrap();
+    let plus_one: Vec<f64> = dw.iter().map(|v| v + 1.0).collect();
+    close(&w.grad().unwrap().to_vec::<f64>().unwrap(), &plus_one, 1e-12);
+    close(&b.grad().unwrap().to_vec::<f64>().unwrap(), &[2.0, 2.0], 1e-12);
+}

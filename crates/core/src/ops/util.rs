@@ -7,6 +7,15 @@ pub fn call(name: &str, inputs: &[&NDArray], attrs: &[(&str, AttrValue)]) -> Res
     crate::invoke1(name, inputs, attrs)
 }
 
+/// Calls operator `name` writing its one output into `out` (request
+/// `write`): a gradient rule computing into an offered buffer
+/// ([`GradInto::compute_into`](crate::GradInto::compute_into)).
+pub fn call_into(name: &str, inputs: &[&NDArray], attrs: &[(&str, AttrValue)], out: &NDArray) -> Result<()> {
+    let op = crate::registry::get(name)?;
+    let parsed = op.parse_attrs(attrs)?;
+    crate::invoke_into(&op, inputs, &parsed, std::slice::from_ref(out), &[Req::Write])
+}
+
 /// Stores `src` into `dst` under `req` (both contiguous, same length).
 pub fn store_slice<T: crate::Element>(req: Req, dst: &mut [T], src: &[T]) {
     match req {

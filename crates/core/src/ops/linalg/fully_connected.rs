@@ -2,7 +2,7 @@
 
 use super::{dot_op, fmt_shape, gemm_arrays, reshape_op};
 use crate::attrs::Attrs;
-use crate::ops::util::call;
+use crate::ops::util::{call, call_into};
 use crate::shape::{numel, Shape};
 use crate::{
     registry, AttrKind, AttrSpec, AttrValue, Error, FloatElement, GradCtx, NDArray, OpContext, OpDef, Req,
@@ -146,12 +146,24 @@ fn grad(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
         let dx2 = dot_op(&g2, weight, false, false)?;
         grads[0] = Some(reshape_op(&dx2, data.shape())?);
     }
+    // The weight and bias gradients go straight into the variables' buffers
+    // when the backward pass offers them (no temporary, no copy).
+    let offered = |i: usize, write: &dyn Fn(&NDArray) -> Result<()>| -> Result<bool> {
+        match g.grad_into {
+            Some(into) => into.compute_into(i, write),
+            None => Ok(false),
+        }
+    };
+    let transpose_a = [("transpose_a", AttrValue::Bool(true))];
+    let over_batch = [("axis", AttrValue::Int(0))];
     if g.needs_grad[1] {
         let x2 = reshape_op(data, &[m, k])?;
-        grads[1] = Some(dot_op(&g2, &x2, true, false)?);
+        if !offered(1, &|buf| call_into("dot", &[&g2, &x2], &transpose_a, buf))? {
+            grads[1] = Some(dot_op(&g2, &x2, true, false)?);
+        }
     }
-    if !p.no_bias && g.needs_grad[2] {
-        grads[2] = Some(call("sum", &[&g2], &[("axis", AttrValue::Int(0))])?);
+    if !p.no_bias && g.needs_grad[2] && !offered(2, &|buf| call_into("sum", &[&g2], &over_batch, buf))? {
+        grads[2] = Some(call("sum", &[&g2], &over_batch)?);
     }
     Ok(grads)
 }
