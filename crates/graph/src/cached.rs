@@ -270,7 +270,6 @@ fn cached_op_def(
                             _ => Ok(None),
                         })
                         .collect::<Result<Vec<_>>>()?;
-                    drop(values);
                     give_back(&pools, sig, exe);
                     let mut all = grads;
                     all.resize(n_in, None);

@@ -108,8 +108,9 @@ pub trait Loss: Block {
     }
 }
 
-macro_rules! loss_block {
-    ($ty:ident, $kind:literal) => {
+/// The `weight` and `batch_axis` builders every loss has.
+macro_rules! loss_builders {
+    ($ty:ident) => {
         impl $ty {
             /// Sets the global weight the loss is multiplied by.
             pub fn weight(mut self, weight: f64) -> $ty {
@@ -123,6 +124,12 @@ macro_rules! loss_block {
                 self
             }
         }
+    };
+}
+
+macro_rules! loss_block {
+    ($ty:ident, $kind:literal) => {
+        loss_builders!($ty);
 
         impl Loss for $ty {
             fn elementwise(&self, pred: &NDArray, label: &NDArray) -> Result<NDArray> {

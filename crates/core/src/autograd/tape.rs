@@ -366,8 +366,11 @@ fn run(
     }
 
     let order = reverse_topo(&entries);
-    let sole_writes =
-        if into_buffers && !opts.create_graph { sole_write_variables(&entries, &order) } else { Vec::new() };
+    let sole_writes = if into_buffers && !opts.create_graph {
+        sole_write_variables(&entries, &order)
+    } else {
+        std::collections::HashSet::new()
+    };
     for node in &order {
         let out_grads: Vec<Option<NDArray>> = (0..node.out_meta.len())
             .map(|i| grads.all.get(&(Arc::as_ptr(node) as usize, i)).cloned())
@@ -410,7 +413,7 @@ fn run(
             .map(|p| match p {
                 Some(AgEntry::Var(v))
                     if matches!(node.op.gradient, Gradient::Rule(_))
-                        && sole_writes.iter().any(|w| Arc::ptr_eq(w, v)) =>
+                        && sole_writes.contains(&(Arc::as_ptr(v) as usize)) =>
                 {
                     Some(v.clone())
                 }
@@ -452,8 +455,8 @@ fn run(
 /// Variables with `grad_req='write'` and a buffer that exactly one input
 /// slot of the nodes in `order` consumes (and that are not heads
 /// themselves): a node may write such a variable's gradient straight into
-/// its buffer, since nothing else adds to it.
-fn sole_write_variables(heads: &[AgEntry], order: &[Arc<Node>]) -> Vec<Arc<Variable>> {
+/// its buffer, since nothing else adds to it. Variables by address.
+fn sole_write_variables(heads: &[AgEntry], order: &[Arc<Node>]) -> std::collections::HashSet<usize> {
     let mut uses: HashMap<usize, (Arc<Variable>, usize)> = HashMap::new();
     for entry in order.iter().flat_map(|n| n.parents.iter().flatten()) {
         if let AgEntry::Var(v) = entry {
@@ -466,9 +469,9 @@ fn sole_write_variables(heads: &[AgEntry], order: &[Arc<Node>]) -> Vec<Arc<Varia
             uses.remove(&(Arc::as_ptr(v) as usize));
         }
     }
-    uses.into_values()
-        .filter(|(v, n)| *n == 1 && v.req == Req::Write && v.grad.is_some())
-        .map(|(v, _)| v)
+    uses.into_iter()
+        .filter(|(_, (v, n))| *n == 1 && v.req == Req::Write && v.grad.is_some())
+        .map(|(key, _)| key)
         .collect()
 }
 

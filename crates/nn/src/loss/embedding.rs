@@ -11,23 +11,13 @@ use super::{like, op, scalar, Base};
 use crate::block::{in_block, Block};
 use oxnet_core::{AttrValue, Error, NDArray, Result};
 
-/// Builders for `weight` / `batch_axis`, the weighted three-input call and
+/// Builders for `weight` / `batch_axis` ([`loss_builders`]), the weighted three-input call and
 /// the [`Block`] impl of a three-input loss with a `compute(a, b, c)`.
 macro_rules! triple_loss_block {
     ($ty:ident, $kind:literal, $a:literal, $b:literal, $c:literal) => {
+        loss_builders!($ty);
+
         impl $ty {
-            /// Sets the global weight the loss is multiplied by.
-            pub fn weight(mut self, weight: f64) -> $ty {
-                self.base.weight = Some(weight);
-                self
-            }
-
-            /// Sets the axis that indexes samples (0 by default).
-            pub fn batch_axis(mut self, axis: i64) -> $ty {
-                self.base.batch_axis = axis;
-                self
-            }
-
             #[doc = concat!("The loss per sample of `", $a, "`, `", $b, "`, `", $c, "`.")]
             pub fn loss(&self, a: &NDArray, b: &NDArray, c: &NDArray) -> Result<NDArray> {
                 self.loss_weighted(a, b, c, None)

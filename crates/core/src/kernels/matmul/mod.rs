@@ -13,7 +13,8 @@
 //! * [`gemm_strided`] / [`gemm_strided_with`] take arbitrary strided views,
 //!   [`MatRef`] and [`MatMut`], whose constructors check that every element
 //!   they describe lies inside the underlying slice.
-//! * `gemm_strided_raw` (crate-private, `unsafe`) takes raw pointers.
+//! * `backend::gemm_threaded` (module-private, `unsafe`) takes raw pointers
+//!   and splits the product over the thread pool; [`CpuGemm`] ends there.
 //!
 //! All of them compute `dst = alpha·a·b` or, when `accumulate` is true,
 //! `dst = dst + alpha·a·b`. Bad sizes are reported through [`MatmulError`],
@@ -44,7 +45,6 @@ pub use backend::{CpuGemm, MatmulBackend};
 pub use element::MatmulScalar;
 pub use views::{MatMut, MatRef};
 
-use backend::gemm_threaded;
 use views::{check_shapes, checked_len, to_isize};
 
 /// Minimum `m·n·k` (multiply-adds) for one product to be split across
@@ -135,40 +135,6 @@ fn spread_over_batch(batch: usize, m: usize, k: usize, n: usize) -> bool {
 // ---------------------------------------------------------------------------
 // Entry points
 // ---------------------------------------------------------------------------
-
-/// Raw strided product on the default CPU backend:
-/// `dst = alpha·a·b`, or `dst = dst + alpha·a·b` when `accumulate`.
-///
-/// `dst` is `m x n`, `a` is `m x k`, `b` is `k x n`; element `(i, j)` of a
-/// matrix `x` is at `x + i·x_rs + j·x_cs` (BLAS order: row stride first).
-///
-/// # Safety
-/// Every element of the three views must be valid to read (and, for `dst`,
-/// to write); distinct elements of `dst` must not share memory, and `dst`
-/// must not overlap `a` or `b`. When `accumulate` is false `dst` is
-/// written but never read.
-#[allow(clippy::too_many_arguments, dead_code)]
-pub(crate) unsafe fn gemm_strided_raw<T: MatmulScalar>(
-    m: usize,
-    n: usize,
-    k: usize,
-    dst: *mut T,
-    dst_rs: isize,
-    dst_cs: isize,
-    accumulate: bool,
-    a: *const T,
-    a_rs: isize,
-    a_cs: isize,
-    b: *const T,
-    b_rs: isize,
-    b_cs: isize,
-    alpha: T,
-) {
-    // SAFETY: forwarded from the caller's contract.
-    unsafe {
-        gemm_threaded(m, n, k, dst, dst_rs, dst_cs, accumulate, a, a_rs, a_cs, b, b_rs, b_cs, alpha, true)
-    }
-}
 
 /// Strided product on the default backend ([`CpuGemm::new`]):
 /// `dst = alpha·a·b`, or `dst = dst + alpha·a·b` when `accumulate`.

@@ -1,6 +1,6 @@
 use half::{bf16, f16};
 
-use super::backend::split_for;
+use super::backend::{gemm_threaded, split_for};
 use super::*;
 
 /// Test-side conversions and precision of each element type.
@@ -463,7 +463,7 @@ fn raw_entry_point() {
     let mut out = [1.0f64; 4];
     // SAFETY: 2 x 2 row-major matrices in distinct arrays.
     unsafe {
-        gemm_strided_raw(2, 2, 2, out.as_mut_ptr(), 2, 1, true, a.as_ptr(), 2, 1, b.as_ptr(), 2, 1, 2.0);
+        gemm_threaded(2, 2, 2, out.as_mut_ptr(), 2, 1, true, a.as_ptr(), 2, 1, b.as_ptr(), 2, 1, 2.0, true);
     }
     assert_eq!(out, [39.0, 45.0, 87.0, 101.0]);
 }
