@@ -296,6 +296,7 @@ fn gemm_grads(op: &str, a: &NDArray, b: &NDArray, req: Req, passes: usize) -> (V
 
 #[test]
 fn autograd_differentiates_through_my_gemm_and_state_gemm() {
+    let _counters = STATE_GEMM_COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
     load("my_gemm");
     load("state_gemm");
     let a = matrix(3, 4, 5, DType::F64);
@@ -338,8 +339,14 @@ fn my_gemm_reports_its_own_shape_and_dtype_errors() {
     assert_eq!(ok.shape(), &[3, 2]);
 }
 
+/// The state_gemm example counts live instances and calls in process-wide
+/// counters: tests that run the op hold this lock so that the counting test
+/// sees only its own instances.
+static STATE_GEMM_COUNTERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn state_gemm_counts_forward_calls_of_one_instance_and_is_destroyed_with_it() {
+    let _counters = STATE_GEMM_COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
     let lib = load("state_gemm");
     // the test hooks the example exports
     let raw = unsafe { libloading::Library::new(lib.path()) }.unwrap();
