@@ -7,6 +7,15 @@ use oxnet_core::autograd::{self, BackwardOptions};
 use oxnet_core::check::{compare, OpChecker};
 use oxnet_core::{invoke, invoke1, random, registry, AttrValue, DType, NDArray, Req, Shape};
 
+/// Tests here draw from the process-wide generator (random inputs, the op
+/// checker's projections, rrelu's slopes) and one reseeds it to compare two
+/// runs: each test holds this lock so that no other draws in between.
+static RNG_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn rng_lock() -> std::sync::MutexGuard<'static, ()> {
+    RNG_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn arr(v: &[f64], shape: &[usize]) -> NDArray {
     NDArray::from_slice(v, shape).unwrap()
 }
@@ -51,6 +60,7 @@ fn shape(s: &[usize]) -> Option<Shape> {
 
 #[test]
 fn prelu_per_channel_values_and_gradients() {
+    let _rng = rng_lock();
     let x = prelu_data();
     let gamma = arr(&[0.1, 0.2, 0.3], &[3]);
     let y = invoke1("LeakyReLU", &[&x, &gamma], &prelu_attrs()).unwrap();
@@ -70,6 +80,7 @@ fn prelu_per_channel_values_and_gradients() {
 
 #[test]
 fn prelu_gamma_layouts_follow_mxnet() {
+    let _rng = rng_lock();
     let x = prelu_data();
     let xv = vals(&x);
     // slope of element (n, c, k) for each gamma layout
@@ -108,6 +119,7 @@ fn prelu_gamma_layouts_follow_mxnet() {
 
 #[test]
 fn prelu_nchw_matches_a_loop_in_every_float_dtype() {
+    let _rng = rng_lock();
     let x = NDArray::random_uniform(-1.0, 1.0, &[2, 3, 4, 5], DType::F64).unwrap();
     let gamma = arr(&[0.1, -0.2, 0.7], &[3]);
     let xv = vals(&x);
@@ -140,6 +152,7 @@ fn prelu_nchw_matches_a_loop_in_every_float_dtype() {
 
 #[test]
 fn prelu_second_order() {
+    let _rng = rng_lock();
     let x = prelu_data();
     let gamma = arr(&[0.1, 0.2, 0.3], &[3]);
     x.attach_grad(Req::Write).unwrap();
@@ -177,6 +190,7 @@ fn prelu_second_order() {
 
 #[test]
 fn prelu_names_and_shape_inference() {
+    let _rng = rng_lock();
     let op = registry::get("LeakyReLU").unwrap();
     let attrs = op.parse_attrs(&prelu_attrs()).unwrap();
     assert_eq!((op.arguments)(&attrs).unwrap(), vec!["data", "gamma"]);
@@ -222,6 +236,7 @@ fn rrelu_attrs(lo: f64, hi: f64) -> [(&'static str, AttrValue); 3] {
 
 #[test]
 fn rrelu_predict_mode_uses_the_mean_slope() {
+    let _rng = rng_lock();
     let x = arr(&[-1., 2., 0., -4.], &[2, 2]);
     let outs = {
         let _p = autograd::predict_mode();
@@ -262,6 +277,7 @@ fn rrelu_predict_mode_uses_the_mean_slope() {
 
 #[test]
 fn rrelu_train_mode_draws_slopes_in_bounds() {
+    let _rng = rng_lock();
     let n = 20_000;
     let x = NDArray::from_vec(vec![-2.0f32; n], &[n]).unwrap();
     random::seed(7);
@@ -310,6 +326,7 @@ fn weight43() -> NDArray {
 
 #[test]
 fn embedding_values_clip_and_gradient_accumulates() {
+    let _rng = rng_lock();
     let w = weight43();
     // -1.5 truncates to -1 and clips to 0; 0.7 -> 0; 3.9 -> 3; 7 clips to 3
     let d = arr(&[-1.5, 0.7, 3.9, 7.], &[2, 2]);
@@ -345,6 +362,7 @@ fn embedding_values_clip_and_gradient_accumulates() {
 
 #[test]
 fn embedding_dtypes_and_ranks() {
+    let _rng = rng_lock();
     let w = weight43();
     for idt in [DType::I32, DType::I64, DType::U8, DType::F16, DType::F32] {
         let d = arr(&[2., 0., 2.], &[3]).astype(idt).unwrap();
@@ -370,6 +388,7 @@ fn embedding_dtypes_and_ranks() {
 
 #[test]
 fn embedding_second_order() {
+    let _rng = rng_lock();
     // the weight's gradient is linear in the head gradient: differentiating
     // it with respect to the head gives Embedding applied to the new head
     let idx = arr(&[3., 3., 0.], &[3]);
@@ -391,6 +410,7 @@ fn embedding_second_order() {
 
 #[test]
 fn embedding_shape_and_dtype_inference() {
+    let _rng = rng_lock();
     // the weight's shape comes from the attributes, even before the data's
     let (mut ins, mut outs) = (vec![shape(&[2, 5]), None], vec![None]);
     infer("Embedding", &emb_attrs(10, 7), &mut ins, &mut outs).unwrap();
@@ -427,6 +447,7 @@ fn embedding_shape_and_dtype_inference() {
 
 #[test]
 fn embedding_errors() {
+    let _rng = rng_lock();
     let w = weight43();
     let d = arr(&[1.], &[1]);
     let e = invoke1("Embedding", &[&d, &w], &emb_attrs(5, 3)).unwrap_err().to_string();

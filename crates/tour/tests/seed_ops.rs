@@ -5,6 +5,15 @@ use oxnet_core::check::OpChecker;
 use oxnet_core::{autograd, invoke1, AttrValue, DType, NDArray, Req};
 use oxnet_tour::{data, seed_ops};
 
+/// The op checker and the blob generator draw from the process-wide generator,
+/// and one test reseeds it to compare two runs: each test holds this lock so
+/// that no other draws in between.
+static RNG_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn rng_lock() -> std::sync::MutexGuard<'static, ()> {
+    RNG_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn custom(inputs: &[&NDArray], op_type: &str, extra: &[(&str, AttrValue)]) -> NDArray {
     let mut attrs = vec![("op_type", AttrValue::from(op_type))];
     attrs.extend(extra.iter().cloned());
@@ -13,6 +22,7 @@ fn custom(inputs: &[&NDArray], op_type: &str, extra: &[(&str, AttrValue)]) -> ND
 
 #[test]
 fn sigmoid_matches_the_seed_example() {
+    let _rng = rng_lock();
     seed_ops::register_all();
     // seed 001: x = [0, 1, 2, 3]; y = sigmoid(x); x.grad = y * (1 - y)
     let x = NDArray::from_vec(vec![0.0f32, 1.0, 2.0, 3.0], &[4]).unwrap();
@@ -35,6 +45,7 @@ fn sigmoid_matches_the_seed_example() {
 
 #[test]
 fn dense_adds_the_bias_attribute_and_differentiates_both_arguments() {
+    let _rng = rng_lock();
     seed_ops::register_all();
     let x = NDArray::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
     let w = NDArray::from_vec(vec![1.0f64, 0.0, -1.0, 0.5, 0.5, 0.5], &[2, 3]).unwrap();
@@ -61,6 +72,7 @@ fn dense_adds_the_bias_attribute_and_differentiates_both_arguments() {
 
 #[test]
 fn softmax_backward_is_the_cross_entropy_gradient() {
+    let _rng = rng_lock();
     seed_ops::register_all();
     let x = NDArray::from_vec(vec![1.0f64, 2.0, 3.0, 0.0, 0.0, 0.0], &[2, 3]).unwrap();
     let label = NDArray::from_vec(vec![2.0f64, 0.0], &[2]).unwrap();
@@ -90,6 +102,7 @@ fn softmax_backward_is_the_cross_entropy_gradient() {
 
 #[test]
 fn generated_blobs_are_reproducible() {
+    let _rng = rng_lock();
     oxnet_core::random::seed(3);
     let (x1, y1) = data::blobs(30, 2, 3, 0.5).unwrap();
     oxnet_core::random::seed(3);
