@@ -3,7 +3,9 @@
 //! - dispatch of a built-in op and of a Rust custom op on 1 element;
 //! - sigmoid forward on 1M float32 against a plain copy of the same bytes;
 //! - float32 1024×1024 matmul through `dot` against the `gemm` crate directly;
-//! - sigmoid forward+backward on 1 element under autograd recording.
+//! - sigmoid forward+backward on 1 element under autograd recording;
+//! - an SGD momentum update over the 269,322 float32 parameters of the
+//!   MLP 784-256-256-10, in place (memory-bound), on one thread and on all.
 //!
 //! `cargo bench -p oxnet-core --bench engine` prints the figures;
 //! `python3 scripts/bench_report.py` then prints the figures as ratios next to
@@ -140,5 +142,22 @@ fn sigmoid_record(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, dispatch, sigmoid_1m, matmul_1024, sigmoid_record);
+fn sgd_mom_update(c: &mut Criterion) {
+    let n = 784 * 256 + 256 + 256 * 256 + 256 + 256 * 10 + 10;
+    let weight = NDArray::random_uniform(-1.0, 1.0, &[n], DType::F32).unwrap();
+    let grad = NDArray::random_uniform(-1.0, 1.0, &[n], DType::F32).unwrap();
+    let mom = NDArray::zeros(&[n], DType::F32, Device::Cpu).unwrap();
+    let op = registry::get("sgd_mom_update").unwrap();
+    let attrs = op.parse_attrs(&[("lr", 1e-6.into()), ("momentum", 0.9.into())]).unwrap();
+    let mut g = c.benchmark_group("sgd_mom_update_mlp_f32");
+    let update = || {
+        invoke_into(&op, &[&weight, &grad, &mom], &attrs, std::slice::from_ref(&weight), &[Req::Write])
+            .unwrap()
+    };
+    g.bench_function("all_threads", |b| b.iter(update));
+    g.bench_function("one_thread", |b| b.iter(|| oxnet_core::parallel::on_this_thread(update)));
+    g.finish();
+}
+
+criterion_group!(benches, dispatch, sigmoid_1m, matmul_1024, sigmoid_record, sgd_mom_update);
 criterion_main!(benches);

@@ -171,9 +171,14 @@ impl GradInto {
     }
 
     /// Copies `value` into the buffer offered for input `i` and returns
-    /// true; returns false (and does nothing) when none is offered.
+    /// true; returns false (and does nothing) when none is offered. A
+    /// `value` that is the offered buffer itself (the rule computed into
+    /// it) is only marked stored.
     pub fn store(&self, i: usize, value: &NDArray) -> Result<bool> {
         self.compute_into(i, |buf| {
+            if buf.same_handle(value) {
+                return Ok(());
+            }
             if buf.shape() != value.shape() {
                 return Err(Error::Shape(format!(
                     "the gradient of input {i} has shape {:?}, its buffer {:?}",

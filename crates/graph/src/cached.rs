@@ -247,9 +247,16 @@ fn cached_op_def(
                         && g.needs_grad.iter().zip(&sig.1).all(|(need, has)| !need || *has) =>
                 {
                     let heads: Vec<Option<NDArray>> = g.out_grads.iter().cloned().map(Some).collect();
-                    // The values are views of the executor's buffers: each is
-                    // copied once, into the variable's own gradient buffer when
-                    // the backward pass offers it, before the executor goes back.
+                    // Gradients whose variable's own buffer the backward pass
+                    // offers are written there by the executor's steps; the
+                    // others are views of its buffers, copied once before the
+                    // executor goes back.
+                    let offered: Vec<Option<NDArray>> = (0..n_args)
+                        .map(|i| {
+                            g.grad_into.filter(|_| g.needs_grad[i]).and_then(|into| into.offered(i)).cloned()
+                        })
+                        .collect();
+                    exe.redirect_gradients(&offered)?;
                     let values = exe.backward_values(&heads)?.unwrap_or_default();
                     let grads = values
                         .iter()

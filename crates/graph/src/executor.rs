@@ -67,6 +67,15 @@ pub struct Executor {
     outputs: Vec<NDArray>,
     monitor: Option<MonitorFn>,
     trained: bool,
+    /// Per argument: whether its gradient could be written straight into
+    /// an array of the caller's (see [`redirect_gradients`](Self::redirect_gradients)):
+    /// a `write` request, an entry one backward step overwrites whole (not
+    /// in place) and nothing else reads, that is neither an output nor
+    /// another argument's gradient. With the step and output slot writing it.
+    redirectable: Vec<Option<(usize, usize)>>,
+    /// Per argument: the caller's array its gradient is written into
+    /// instead of the planned buffer, if any.
+    redirected: Vec<Option<NDArray>>,
 }
 
 /// One operator node, resolved for running.
@@ -378,10 +387,82 @@ impl Executor {
             outputs: Vec::new(),
             monitor: None,
             trained: false,
+            redirectable: Vec::new(),
+            redirected: Vec::new(),
         };
         exe.outputs = exe.head_entries.iter().map(|&e| exe.value(e)).collect::<Result<_>>()?;
         exe.prepare_steps()?;
+        exe.redirectable = (0..exe.args.len()).map(|i| exe.redirectable_slot(i)).collect();
+        exe.redirected = vec![None; exe.args.len()];
+        if grads_bound {
+            // bound `write` gradients are written by the steps themselves
+            let bound: Vec<Option<NDArray>> = exe.grads.clone();
+            exe.redirect_gradients(&bound)?;
+        }
         Ok(exe)
+    }
+
+    /// The step and output slot that could write argument `i`'s gradient
+    /// into a caller's array (see the field `redirectable`).
+    fn redirectable_slot(&self, i: usize) -> Option<(usize, usize)> {
+        if !matches!(self.reqs[i], Req::Write | Req::Inplace) {
+            return None;
+        }
+        let e = self.grad_entries[i]?;
+        let shared = self.grad_entries.iter().enumerate().any(|(j, g)| j != i && *g == Some(e));
+        if shared || self.head_entries.contains(&e) || self.buffers[e].is_none() || self.plan.in_place[e] {
+            return None;
+        }
+        let n = self.graph.row_ptr.partition_point(|&p| p <= e) - 1;
+        let s = self.steps.iter().position(|st| st.node == n)?;
+        let read = self
+            .steps
+            .iter()
+            .any(|st| self.graph.inputs[st.node].iter().any(|&(m, k)| self.graph.entry(m, k) == e));
+        (s >= self.forward_steps.len() && !read).then(|| (s, e - self.graph.entry(n, 0)))
+    }
+
+    /// Makes the backward steps write argument `i`'s gradient straight into
+    /// `dests[i]` (such as the variable's own gradient buffer) instead of
+    /// the planned buffer, which saves copying it there afterwards. Only
+    /// where that is safe: see the field `redirectable`; besides, `dests[i]`
+    /// must be contiguous, of the gradient's shape, dtype and device, and
+    /// share memory with no bound input and no other destination. Elsewhere,
+    /// and where `dests[i]` is `None`, the planned buffer is used again. The
+    /// choice stays until the next call: offering the same arrays each time
+    /// costs a few comparisons.
+    pub(crate) fn redirect_gradients(&mut self, dests: &[Option<NDArray>]) -> Result<()> {
+        for i in 0..self.args.len() {
+            let Some((s, k)) = self.redirectable[i] else { continue };
+            let want = dests.get(i).and_then(Option::as_ref).filter(|d| {
+                let planned = &self.steps[s].outputs[k];
+                d.shape() == planned.shape()
+                    && d.dtype() == planned.dtype()
+                    && d.device() == self.device
+                    && d.is_contiguous()
+                    && !self.args.iter().chain(&self.aux).any(|a| a.shares_storage(d))
+                    && !dests
+                        .iter()
+                        .enumerate()
+                        .any(|(j, o)| j != i && o.as_ref().is_some_and(|o| o.shares_storage(d)))
+            });
+            let unchanged = match (want, &self.redirected[i]) {
+                (None, None) => true,
+                (Some(a), Some(b)) => a.same_handle(b),
+                _ => false,
+            };
+            if unchanged {
+                continue;
+            }
+            let e = self.grad_entries[i].expect("redirectable gradients have an entry");
+            let target = match want {
+                Some(d) => d.clone(),
+                None => self.buffers[e].clone().expect("redirectable gradients are planned"),
+            };
+            self.steps[s].outputs[k] = target;
+            self.redirected[i] = want.cloned();
+        }
+        Ok(())
     }
 
     /// The array of entry `e`: a bound variable's or a planned buffer.
@@ -526,6 +607,9 @@ impl Executor {
         let Some(values) = self.backward_values(out_grads)? else { return Ok(()) };
         for (i, g) in values.iter().enumerate() {
             let (Some(g), Some(dst)) = (g, self.grads[i].clone()) else { continue };
+            if g.same_handle(&dst) {
+                continue; // the steps wrote it there
+            }
             match self.reqs[i] {
                 Req::Null => {}
                 Req::Write | Req::Inplace => dst.assign_from(g)?,
@@ -544,11 +628,12 @@ impl Executor {
         Ok(())
     }
 
-    /// Runs the backward part like [`backward`](Self::backward) but leaves
-    /// the bound gradient arrays alone: returns, per argument, its gradient
+    /// Runs the backward part like [`backward`](Self::backward) but stores
+    /// nothing under the requests itself: returns, per argument, its gradient
     /// where the graph computes one, as a view of the executor's own buffers
-    /// (valid until the executor runs again). `None` when every request is
-    /// `null`.
+    /// (valid until the executor runs again) or the array it was redirected
+    /// into ([`redirect_gradients`](Self::redirect_gradients)). `None` when
+    /// every request is `null`.
     pub(crate) fn backward_values(
         &mut self,
         out_grads: &[Option<NDArray>],
@@ -578,8 +663,9 @@ impl Executor {
         let _train = autograd::train_mode();
         self.run_steps(true)?;
         let values = (0..self.grads.len())
-            .map(|i| match self.grad_entries[i] {
-                Some(e) if self.reqs[i] != Req::Null => self.value(e).map(Some),
+            .map(|i| match (self.grad_entries[i], &self.redirected[i]) {
+                (_, Some(dest)) => Ok(Some(dest.clone())),
+                (Some(e), None) if self.reqs[i] != Req::Null => self.value(e).map(Some),
                 _ => Ok(None),
             })
             .collect::<Result<Vec<_>>>()?;

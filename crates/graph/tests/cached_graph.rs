@@ -231,3 +231,71 @@ fn new_input_arrays_are_picked_up_call_after_call() {
     close(&cg.call(&[&x, &w]).unwrap()[0], &eager_layer(&x, &w), 1e-12);
     assert_eq!(cg.pooled_executors(), 1);
 }
+
+/// The gradient of `sum(layer(x, w))` with respect to `w`, imperatively.
+fn eager_weight_grad(x: &NDArray, w: &NDArray) -> Vec<f64> {
+    let w = w.copy().unwrap();
+    w.attach_grad(Req::Write).unwrap();
+    let loss = {
+        let _rec = autograd::record();
+        invoke1("sum", &[&eager_layer(x, &w)], &[]).unwrap()
+    };
+    loss.backward().unwrap();
+    w.grad().unwrap().to_vec::<f64>().unwrap()
+}
+
+/// The executor writes a gradient straight into the buffer a backward
+/// pass offers only while that buffer is offered: after `w` gets a new
+/// buffer, the old one keeps its values; a strided buffer and an `add`
+/// request are served by copying, and leave earlier buffers alone too.
+#[test]
+fn gradients_follow_the_buffers_offered_pass_after_pass() {
+    let cg = layer();
+    let (x, w) = data();
+    let x2 = invoke1("_mul_scalar", &[&x], &[("scalar", (-3.0).into())]).unwrap();
+    let pass = |x: &NDArray| {
+        let loss = {
+            let _rec = autograd::record();
+            invoke1("sum", &[&cg.call(&[x, &w]).unwrap()[0]], &[]).unwrap()
+        };
+        loss.backward().unwrap();
+    };
+    let values = |a: &NDArray| a.to_vec::<f64>().unwrap();
+    let near = |got: Vec<f64>, want: &[f64]| {
+        assert_eq!(got.len(), want.len());
+        for (g, e) in got.iter().zip(want) {
+            assert!((g - e).abs() <= 1e-12 * (1.0 + e.abs()), "{got:?} vs {want:?}");
+        }
+    };
+    let (g1, g2) = (eager_weight_grad(&x, &w), eager_weight_grad(&x2, &w));
+    assert!(g1.iter().zip(&g2).any(|(a, b)| (a - b).abs() > 1e-3), "the two inputs must differ in gradient");
+
+    let b1 = NDArray::zeros(&[3, 3], DType::F64, Default::default()).unwrap();
+    autograd::mark_variables(&[&w], &[&b1], &[Req::Write]).unwrap();
+    pass(&x);
+    near(values(&b1), &g1);
+
+    let b2 = NDArray::zeros(&[3, 3], DType::F64, Default::default()).unwrap();
+    autograd::mark_variables(&[&w], &[&b2], &[Req::Write]).unwrap();
+    pass(&x2);
+    near(values(&b2), &g2);
+    near(values(&b1), &g1);
+
+    // a transposed view as the buffer: the gradient is copied into it
+    let base = NDArray::zeros(&[3, 3], DType::F64, Default::default()).unwrap();
+    let strided = base.transpose(None).unwrap();
+    autograd::mark_variables(&[&w], &[&strided], &[Req::Write]).unwrap();
+    pass(&x);
+    near(values(&strided), &g1);
+    near(values(&b2), &g2);
+
+    // grad_req add: two passes accumulate; the earlier buffers stay
+    let b3 = NDArray::zeros(&[3, 3], DType::F64, Default::default()).unwrap();
+    autograd::mark_variables(&[&w], &[&b3], &[Req::Add]).unwrap();
+    pass(&x);
+    pass(&x2);
+    let sum: Vec<f64> = g1.iter().zip(&g2).map(|(a, b)| a + b).collect();
+    near(values(&b3), &sum);
+    near(values(&b2), &g2);
+    near(values(&strided), &g1);
+}

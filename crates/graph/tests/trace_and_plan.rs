@@ -191,3 +191,74 @@ fn planned_execution_matches_imperative_autograd_on_an_mlp() {
         );
     }
 }
+
+/// Bound `write` gradient arrays are written by the backward steps
+/// themselves where they can be; arrays that cannot (a strided view, one
+/// sharing memory with an argument) get the same values by copying.
+#[test]
+fn bound_gradient_arrays_of_every_layout_get_the_gradients() {
+    let sym = mlp();
+    let shapes = HashMap::from([("data".to_string(), vec![4, 784])]);
+    let reference =
+        simple_bind(&sym, Device::Cpu, &GradReqs::All(Req::Write), &HashMap::new(), &shapes).unwrap();
+    let args: Vec<NDArray> = reference
+        .arg_arrays()
+        .iter()
+        .map(|a| NDArray::random_uniform(-0.1, 0.1, a.shape(), DType::F64).unwrap())
+        .collect();
+    let zeros = |a: &NDArray| NDArray::zeros(a.shape(), DType::F64, Device::Cpu).unwrap();
+    // the eager gradients
+    for a in &args {
+        a.attach_grad(Req::Write).unwrap();
+    }
+    let y = {
+        let _rec = autograd::record();
+        let mut h = args[0].clone();
+        for i in 0..3 {
+            let n: usize = [256, 256, 10][i];
+            h = invoke1(
+                "FullyConnected",
+                &[&h, &args[1 + 2 * i], &args[2 + 2 * i]],
+                &[("num_hidden", n.into())],
+            )
+            .unwrap();
+            if i < 2 {
+                h = invoke1("Activation", &[&h], &[("act_type", "relu".into())]).unwrap();
+            }
+        }
+        invoke1("log_softmax", &[&h], &[]).unwrap()
+    };
+    y.backward().unwrap();
+    // fc3_weight (10, 256) gets a transposed view of a (256, 10) array; the
+    // data gradient shares its storage with a copy of the data itself
+    let bound_args: Vec<NDArray> = args.iter().map(|a| a.copy().unwrap()).collect();
+    let mut grads: Vec<Option<NDArray>> = args.iter().map(|a| Some(zeros(a))).collect();
+    let base = NDArray::zeros(&[256, 10], DType::F64, Device::Cpu).unwrap();
+    grads[5] = Some(base.transpose(None).unwrap());
+    grads[0] = Some(bound_args[0].clone());
+    let data_values = bound_args[0].copy().unwrap();
+    let mut exe = Executor::new(
+        &sym,
+        Device::Cpu,
+        bound_args.clone(),
+        grads.clone(),
+        vec![Req::Write; args.len()],
+        vec![],
+    )
+    .unwrap();
+    for round in 0..2 {
+        // the data gradient overwrote the data: put it back
+        bound_args[0].assign_from(&data_values).unwrap();
+        exe.forward(true).unwrap();
+        exe.backward(&[]).unwrap();
+        for (i, a) in args.iter().enumerate() {
+            close(
+                &grads[i].as_ref().unwrap().to_vec::<f64>().unwrap(),
+                &a.grad().unwrap().to_vec::<f64>().unwrap(),
+                1e-9,
+            );
+            let shown = exe.grad_arrays()[i].as_ref().unwrap();
+            assert!(shown.same_handle(grads[i].as_ref().unwrap()), "round {round}: gradient array {i}");
+        }
+    }
+}
