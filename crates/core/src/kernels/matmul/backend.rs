@@ -236,6 +236,11 @@ pub(super) unsafe fn gemm_threaded<T: MatmulScalar>(
     alpha: T,
     allow: bool,
 ) {
+    if through_column_major_scratch(m, n, k, dst_rs, dst_cs, accumulate, a_cs, b_rs) {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { gemm_nt_via_scratch(m, n, k, dst, dst_rs, a, a_rs, b, b_cs, alpha, allow) };
+        return;
+    }
     let split = split_for(m, n, k, allow);
     if split.parts <= 1 {
         // SAFETY: forwarded from the caller's contract.
@@ -293,4 +298,122 @@ pub(super) unsafe fn gemm_threaded<T: MatmulScalar>(
             }
         }
     });
+}
+
+/// Whether [`gemm_nt_via_scratch`] beats handing the product to `gemm` as
+/// it is: a row-major output (`gemm` then computes the transposed product,
+/// whose left operand is `b`) from a row-major `a` and a `b` stored as its
+/// row-major transpose (`X·Wᵀ`, what FullyConnected's forward computes).
+/// Both operands then run along `k`, and `gemm` repacks its left one
+/// transposed: `n·k` elements. Computing into a column-major scratch makes
+/// `a` the left operand instead (`m·k` elements) at the price of a
+/// transposing copy of the `m·n` result, which pays when `n` is larger
+/// than `m` by enough: `(n - m)·k ≥ 2·m·n`. The MLP's 64x784 by 784x256
+/// forward product: 163 -> 137 us on two threads, 290 -> 247 us on one.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn through_column_major_scratch(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst_rs: isize,
+    dst_cs: isize,
+    accumulate: bool,
+    a_cs: isize,
+    b_rs: isize,
+) -> bool {
+    /// The largest scratch (elements) worth allocating per product.
+    const MAX_SCRATCH: usize = 1 << 20;
+    !accumulate
+        && dst_cs == 1
+        && dst_rs >= n as isize
+        && a_cs == 1
+        && b_rs == 1
+        && m > 0
+        && m < n
+        && m.saturating_mul(n) <= MAX_SCRATCH
+        && (n - m).saturating_mul(k) >= 2 * m * n
+}
+
+/// `dst = alpha·a·b` for the case [`through_column_major_scratch`]
+/// accepts: each piece of output columns (one per thread, as
+/// [`split_for`] cuts products) goes into its part of a column-major
+/// `m x n` scratch, then the same thread copies it into those columns of
+/// the row-major `dst`, block by block, while it is still in its cache.
+///
+/// # Safety
+/// As for [`gemm_threaded`], with `dst` row-major (column stride 1), `a`
+/// of column stride 1 and `b` of row stride 1.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_nt_via_scratch<T: MatmulScalar>(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: *mut T,
+    dst_rs: isize,
+    a: *const T,
+    a_rs: isize,
+    b: *const T,
+    b_cs: isize,
+    alpha: T,
+    allow: bool,
+) {
+    // Written by `gemm` (which does not read it: no accumulation) before
+    // the copy reads it; never viewed as a slice, so it may start uninitialised.
+    let mut scratch: Vec<T> = Vec::with_capacity(m * n);
+    let ops = Operands { dst, a, b };
+    let scratch_at = scratch.as_mut_ptr() as usize;
+    let split = split_for(m, n, k, allow);
+    let step = n.div_ceil(split.parts.max(1)).div_ceil(16) * 16;
+    parallel::for_each(n.div_ceil(step), |p| {
+        let (dst, a, b) = ops.get();
+        let sp = scratch_at as *mut T;
+        let (c0, len) = (p * step, step.min(n - p * step));
+        // SAFETY: this piece writes scratch columns c0..c0 + len (elements
+        // c0·m .. (c0 + len)·m, inside the m·n allocated) and dst columns
+        // c0..c0 + len of every row; pieces are disjoint, and every piece
+        // finishes before `for_each` returns, while the scratch lives.
+        unsafe {
+            let piece = sp.add(c0 * m);
+            T::cpu_gemm(
+                m,
+                len,
+                k,
+                piece,
+                1,
+                m as isize,
+                false,
+                a,
+                a_rs,
+                1,
+                b.offset(c0 as isize * b_cs),
+                1,
+                b_cs,
+                alpha,
+            );
+            copy_transposed(m, len, piece, dst.add(c0), dst_rs);
+        }
+    });
+}
+
+/// Copies the column-major `rows x cols` block at `src` (column stride
+/// `rows`) into the row-major one at `dst` (row stride `dst_rs`), in
+/// square tiles whose source columns and destination rows stay in L1.
+///
+/// # Safety
+/// Both blocks are valid for the elements they describe and do not overlap.
+unsafe fn copy_transposed<T: Copy>(rows: usize, cols: usize, src: *const T, dst: *mut T, dst_rs: isize) {
+    const TILE: usize = 32;
+    for i0 in (0..rows).step_by(TILE) {
+        for j0 in (0..cols).step_by(TILE) {
+            for i in i0..(i0 + TILE).min(rows) {
+                // SAFETY: (i, j) is inside both blocks.
+                unsafe {
+                    let row = dst.offset(i as isize * dst_rs);
+                    for j in j0..(j0 + TILE).min(cols) {
+                        *row.add(j) = *src.add(i + j * rows);
+                    }
+                }
+            }
+        }
+    }
 }

@@ -1,6 +1,6 @@
 use half::{bf16, f16};
 
-use super::backend::{gemm_threaded, split_for};
+use super::backend::{gemm_threaded, split_for, through_column_major_scratch};
 use super::*;
 
 /// Test-side conversions and precision of each element type.
@@ -227,6 +227,35 @@ fn matmul_threaded_all_types() {
     check_threaded::<f64>();
     check_threaded::<f16>();
     check_threaded::<bf16>();
+}
+
+/// `X·Wᵀ` with a wide output goes through a column-major scratch (threaded
+/// or not) and gives the same values in every type; accumulating, or a
+/// tall output, stays on the direct path.
+fn check_nt_scratch<T: TestScalar>() {
+    for (m, k, n) in [(5, 40, 37), (48, 300, 130)] {
+        // row-major dst (m x n), a (m x k) row-major, b given as its n x k transpose
+        assert!(through_column_major_scratch(m, n, k, n as isize, 1, false, 1, 1));
+        assert!(!through_column_major_scratch(m, n, k, n as isize, 1, true, 1, 1));
+        assert!(!through_column_major_scratch(n, m, k, m as isize, 1, false, 1, 1));
+        for acc in [false, true] {
+            let a: Vec<T> = values(m * k, 21);
+            let b: Vec<T> = values(k * n, 22);
+            let out0: Vec<T> = values(m * n, 23);
+            let mut out = out0.clone();
+            matmul(&a, &b, &mut out, m, k, n, false, true, acc).unwrap();
+            let (want, tol) = reference(&a, &b, &out0, m, k, n, false, true, acc);
+            assert_close(&out, &want, &tol, &format!("X·Wᵀ {m}x{k}x{n} acc={acc}"));
+        }
+    }
+}
+
+#[test]
+fn matmul_nt_through_scratch_all_types() {
+    check_nt_scratch::<f32>();
+    check_nt_scratch::<f64>();
+    check_nt_scratch::<f16>();
+    check_nt_scratch::<bf16>();
 }
 
 /// Every combination of (trans_a, trans_b, accumulate).
