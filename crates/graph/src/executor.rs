@@ -602,7 +602,10 @@ impl Executor {
 
     /// Runs the backward part after a `forward(is_train=true)`: the gradient
     /// flowing into each output is `out_grads[i]` (ones where none is
-    /// given), and each argument's gradient is stored under its request.
+    /// given), and each argument's gradient is stored under its request
+    /// (a `write` gradient that a single backward step overwrites whole, and
+    /// nothing else reads, is written by that step straight into the bound
+    /// array when the array is contiguous and shares memory with no input).
     pub fn backward(&mut self, out_grads: &[Option<NDArray>]) -> Result<()> {
         let Some(values) = self.backward_values(out_grads)? else { return Ok(()) };
         for (i, g) in values.iter().enumerate() {
