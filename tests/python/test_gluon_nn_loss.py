@@ -183,9 +183,48 @@ def test_triplet_poisson_cosine():
                                expected, rtol=1e-5, atol=1e-6)
 
 
-def test_ctc_loss_says_the_operator_is_missing():
-    with pytest.raises(mx.MXNetError, match="CTCLoss operator"):
-        gluon.loss.CTCLoss()
+def _ctc_fixture():
+    import json
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "ctc" / "expected.json"
+    return json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_ctc_loss_matches_mxnet(hybridize):
+    """gluon.loss.CTCLoss (NTC, blank last, lengths, weights) against what
+    MXNet 1.9.1 computed (tests/fixtures/ctc, scripts/make_ctc_fixtures.py)."""
+    case = _ctc_fixture()["gluon"]
+    pred = nd.array(np.array(case["pred"], dtype=np.float32).reshape(case["shape"]))
+    pred.attach_grad()
+    loss_fn = gluon.loss.CTCLoss(weight=case["weight"])
+    if hybridize:
+        loss_fn.hybridize()
+    with autograd.record():
+        loss = loss_fn(pred, nd.array(case["label"]), nd.array(case["pred_lengths"]),
+                       nd.array(case["label_lengths"]), nd.array(case["sample_weight"]))
+    loss.backward()
+    np.testing.assert_allclose(loss.asnumpy(), case["loss"], rtol=2e-5)
+    np.testing.assert_allclose(pred.grad.asnumpy().reshape(-1), case["grad"], rtol=2e-5, atol=2e-6)
+
+
+def test_ctc_loss_layouts_and_padding():
+    """TNC / TN layouts give what NTC / NT give; without lengths a label
+    ends at its first -1; a bad layout is an error naming it."""
+    case = _ctc_fixture()["cases"][1]  # blank last, labels padded with -1, data (T, N, C)
+    t, n, c = case["shape"]
+    data = np.array(case["data"], dtype=np.float32).reshape(t, n, c)
+    label = np.array(case["label"], dtype=np.float32)
+    ntc = gluon.loss.CTCLoss()(nd.array(data.transpose(1, 0, 2)), nd.array(label))
+    tnc = gluon.loss.CTCLoss(layout="TNC", label_layout="TN")(nd.array(data), nd.array(label.T))
+    np.testing.assert_allclose(ntc.asnumpy(), case["loss"], rtol=2e-5)
+    np.testing.assert_allclose(tnc.asnumpy(), case["loss"], rtol=2e-5)
+    direct = nd.CTCLoss(nd.array(data), nd.array(label), blank_label="last")
+    np.testing.assert_allclose(direct.asnumpy(), case["loss"], rtol=2e-5)
+    with pytest.raises(mx.MXNetError, match="layout must be 'NTC' or 'TNC'"):
+        gluon.loss.CTCLoss(layout="NCT")
+    with pytest.raises(mx.MXNetError, match="label 0 of example 0 is 3"):
+        nd.ctc_loss(nd.array(data), nd.array([[3, 0], [1, 2], [0, 0]]), blank_label="last")
 
 
 def test_prelu_and_embedding_layers():

@@ -17,7 +17,9 @@
 //!   over every element;
 //! - [`TripletLoss`]: `max(0, ‖positive - pred‖² - ‖negative - pred‖² + margin)`;
 //! - [`CosineEmbeddingLoss`]: `1 - cos(x1, x2)` for label 1,
-//!   `max(0, cos(x1, x2) - margin)` for label -1.
+//!   `max(0, cos(x1, x2) - margin)` for label -1;
+//! - [`CTCLoss`]: connectionist temporal classification, `-log p(label | pred)`
+//!   per example (not averaged), with optional per-example lengths.
 //!
 //! Losses are blocks (inputs `pred`, `label` and optionally `sample_weight`),
 //! so they can sit inside a hybridized graph; [`Loss::loss`] is the direct
@@ -42,6 +44,7 @@ use oxnet_core::{invoke1, AttrValue, Error, NDArray, Result};
 pub use divergence::{KLDivLoss, PoissonNLLLoss};
 pub use embedding::{CosineEmbeddingLoss, TripletLoss};
 pub use margin::{HingeLoss, LabelFormat, LogisticLoss, SquaredHingeLoss};
+pub use sequence::{CTCLoss, SequenceLayout};
 
 fn op(name: &str, inputs: &[&NDArray], attrs: &[(&str, AttrValue)]) -> Result<NDArray> {
     invoke1(name, inputs, attrs)
@@ -378,3 +381,4 @@ loss_block!(HuberLoss, "HuberLoss");
 mod divergence;
 mod embedding;
 mod margin;
+mod sequence;

@@ -148,12 +148,33 @@ class KLDivLoss(Loss):
 
 
 class CTCLoss(Loss):
-    """Connectionist temporal classification loss: needs MXNet's
-    ``CTCLoss`` operator, which oxnet does not have yet; constructing it
-    says so."""
+    """Connectionist temporal classification loss (MXNet 1.x's): ``pred``
+    holds unnormalized activations in ``layout`` ``'NTC'`` or ``'TNC'``
+    whose last class is the blank; ``label`` holds class ids in
+    ``label_layout`` ``'NT'`` or ``'TN'``, padded with -1. Optional
+    ``pred_lengths`` and ``label_lengths`` (batch,) give each example's
+    lengths. The result is each example's negative log-likelihood, (batch,),
+    times ``weight`` and ``sample_weight``."""
 
     def __init__(self, layout="NTC", label_layout="NT", weight=None, **kwargs):
-        raise MXNetError("gluon.loss.CTCLoss needs the CTCLoss operator, which oxnet does not implement yet")
+        if layout not in ("NTC", "TNC"):
+            raise MXNetError(f"CTCLoss: layout must be 'NTC' or 'TNC', got {layout!r}")
+        if label_layout not in ("NT", "TN"):
+            raise MXNetError(f"CTCLoss: label_layout must be 'NT' or 'TN', got {label_layout!r}")
+        self._layout = layout
+        self._label_layout = label_layout
+        super().__init__(weight, label_layout.find("N"), **kwargs)
+
+    def hybrid_forward(self, F, pred, label, pred_lengths=None, label_lengths=None, sample_weight=None):
+        if self._layout == "NTC":
+            pred = F.transpose(pred, axes=(1, 0, 2))
+        if self._batch_axis == 1:
+            label = F.transpose(label)
+        loss = F.CTCLoss(pred, label, pred_lengths, label_lengths,
+                         use_data_lengths=pred_lengths is not None,
+                         use_label_lengths=label_lengths is not None,
+                         blank_label="last")
+        return _apply_weighting(F, loss, self._weight, sample_weight)
 
 
 class HuberLoss(Loss):

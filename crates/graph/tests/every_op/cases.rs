@@ -288,6 +288,12 @@ pub fn cases() -> Vec<Case> {
         case("softmin", &[("axis", "1")], vec![m(&[2, 3, 2])]),
         case("log_softmax", &[("temperature", "0.7")], vec![m(&[2, 4])]),
         case("softmax_cross_entropy", &[], vec![m(&[3, 4]), idx(&[1., 3., 0.], &[3])]),
+        case("CTCLoss", &[], vec![m(&[5, 2, 4]), idx(&[1., 3., 3., 2., 0., 0.], &[2, 3])]),
+        case(
+            "CTCLoss",
+            &[("blank_label", "last"), ("use_data_lengths", "True")],
+            vec![m(&[5, 2, 4]), idx(&[0., 2., -1., 1., 1., 2.], &[2, 3]), idx(&[4., 5.], &[2])],
+        ),
         // --- indexing
         case("take", &[], vec![m(&[4, 3]), idx(&[2., 0., 2., 5.], &[2, 2])]),
         case("take", &[("axis", "1"), ("mode", "wrap")], vec![m(&[2, 3, 2]), idx(&[1., -1., 1.], &[3])]),

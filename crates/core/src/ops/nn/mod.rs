@@ -1,7 +1,9 @@
 //! Built-in operators: neural-network layers and helpers (softmax family,
-//! activations, dropout, embedding, pick / one_hot / where, softmax cross-entropy).
+//! activations, dropout, embedding, pick / one_hot / where, softmax cross-entropy,
+//! CTC loss).
 
 mod activation;
+mod ctc;
 mod dropout;
 mod embedding;
 mod indexing;
@@ -21,6 +23,7 @@ pub(crate) fn register() {
     embedding::register();
     indexing::register();
     loss::register();
+    ctc::register();
 }
 
 /// Applies an element-wise float function: `out = f(x)` under `req`, with the
