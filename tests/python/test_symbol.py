@@ -502,3 +502,20 @@ def test_fluent_methods_call_the_operators():
     assert got.dtype == np.float64
     np.testing.assert_allclose(got.asnumpy(), np.exp([3.0, 12.0]), rtol=1e-6)
     assert x.transpose().name.startswith("transpose")
+
+
+def test_contrib_namespaces_hold_the_contrib_operators():
+    """``mx.nd.contrib.X`` / ``mx.sym.contrib.X`` are the operators named
+    ``_contrib_X``, as in MXNet."""
+    import oxnet.ndarray.contrib as nd_contrib
+    import oxnet.symbol.contrib as sym_contrib
+
+    assert nd_contrib is mx.nd.contrib and sym_contrib is mx.sym.contrib
+    data = mx.nd.array(np.random.default_rng(3).uniform(-1, 1, (4, 2, 3)))
+    label = mx.nd.array([[1, 2], [2, 0]])
+    np.testing.assert_allclose(mx.nd.contrib.CTCLoss(data, label).asnumpy(),
+                               mx.nd.CTCLoss(data, label).asnumpy())
+    net = mx.sym.contrib.ctc_loss(mx.sym.var("data"), mx.sym.var("label"), blank_label="last")
+    assert net.list_arguments() == ["data", "label"]
+    assert mx.nd.contrib.adamw_update is mx.nd._contrib_adamw_update
+    assert not hasattr(mx.nd.contrib, "FullyConnected")

@@ -8,7 +8,7 @@ registered later (custom functions, loaded libraries) are added by calling
 
 from .. import _oxnet
 
-_RESERVED = {"array", "zeros", "ones", "full", "empty", "arange", "waitall", "random", "invoke", "NDArray"}
+_RESERVED = {"array", "zeros", "ones", "full", "empty", "arange", "waitall", "random", "invoke", "NDArray", "contrib"}
 
 
 def _docstring(name, aliases, doc, arguments, attrs, variadic):
@@ -46,8 +46,14 @@ def keep(names):
     _RESERVED.update(names)
 
 
+_CONTRIB = "_contrib_"
+
+
 def refresh(namespace):
-    """Adds (or replaces) a function in ``namespace`` for every registry operator."""
+    """Adds (or replaces) a function in ``namespace`` for every registry
+    operator; one named ``_contrib_NAME`` also goes into the ``contrib``
+    module of ``namespace`` (when it has one) as ``NAME``."""
+    contrib = namespace.get("contrib")
     for name, aliases, doc, arguments, attrs, variadic in _oxnet.list_ops():
         handle = _oxnet.op_handle(name)
         docstring = _docstring(name, aliases, doc, arguments, attrs, variadic)
@@ -55,3 +61,5 @@ def refresh(namespace):
             if n in _RESERVED:
                 continue
             namespace[n] = _make(n, handle, docstring)
+            if contrib is not None and n.startswith(_CONTRIB):
+                setattr(contrib, n[len(_CONTRIB):], namespace[n])

@@ -8,7 +8,7 @@ keywords (any value; turned into MXNet's string form), ``name=`` and
 from .. import _oxnet
 from ..ndarray._ops import _docstring
 
-_RESERVED = {"var", "Variable", "Group", "load", "load_json", "fromjson", "Symbol", "trace"}
+_RESERVED = {"var", "Variable", "Group", "load", "load_json", "fromjson", "Symbol", "trace", "contrib"}
 
 
 def _make(fname, op_name, attr_names):
@@ -51,8 +51,14 @@ def _make(fname, op_name, attr_names):
     return op
 
 
+_CONTRIB = "_contrib_"
+
+
 def refresh(namespace):
-    """Adds (or replaces) a function in ``namespace`` for every registry operator."""
+    """Adds (or replaces) a function in ``namespace`` for every registry
+    operator; one named ``_contrib_NAME`` also goes into the ``contrib``
+    module of ``namespace`` (when it has one) as ``NAME``."""
+    contrib = namespace.get("contrib")
     for name, aliases, doc, arguments, attrs, variadic in _oxnet.list_ops():
         docstring = _docstring(name, aliases, doc, arguments, attrs, variadic).replace("NDArray", "Symbol")
         attr_names = [a[0] for a in attrs]
@@ -62,3 +68,5 @@ def refresh(namespace):
             f = _make(n, n, attr_names)
             f.__doc__ = docstring
             namespace[n] = f
+            if contrib is not None and n.startswith(_CONTRIB):
+                setattr(contrib, n[len(_CONTRIB):], f)
