@@ -62,6 +62,23 @@ def test_asscalar_astype_copy_copyto_reshape_transpose():
     assert x.asnumpy()[0, 0] == 7
 
 
+def test_swapaxes_as_function_method_and_symbol():
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    x = nd.array(a)
+    np.testing.assert_array_equal(x.swapaxes(0, 2).asnumpy(), a.swapaxes(0, 2))
+    np.testing.assert_array_equal(nd.SwapAxis(x, dim1=-1, dim2=1).asnumpy(), a.swapaxes(-1, 1))
+    x.attach_grad()
+    head = np.random.default_rng(1).uniform(size=(3, 2, 4)).astype(np.float32)
+    with mx.autograd.record():
+        y = nd.swapaxes(x, dim1=0, dim2=1)
+    y.backward(nd.array(head))
+    np.testing.assert_array_equal(x.grad.asnumpy(), head.swapaxes(0, 1))
+    s = mx.sym.var("x").swapaxes(dim1=0, dim2=2)
+    assert s.infer_shape(x=(2, 3, 4))[1] == [(4, 3, 2)]
+    with pytest.raises(mx.MXNetError, match="dim2"):
+        nd.swapaxes(x, dim1=0, dim2=3)
+
+
 def test_indexing_and_slice_assignment():
     base = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     x = nd.array(base)

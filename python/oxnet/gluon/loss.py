@@ -167,9 +167,9 @@ class CTCLoss(Loss):
 
     def hybrid_forward(self, F, pred, label, pred_lengths=None, label_lengths=None, sample_weight=None):
         if self._layout == "NTC":
-            pred = F.transpose(pred, axes=(1, 0, 2))
+            pred = F.swapaxes(pred, dim1=0, dim2=1)
         if self._batch_axis == 1:
-            label = F.transpose(label)
+            label = F.swapaxes(label, dim1=0, dim2=1)
         loss = F.CTCLoss(pred, label, pred_lengths, label_lengths,
                          use_data_lengths=pred_lengths is not None,
                          use_label_lengths=label_lengths is not None,

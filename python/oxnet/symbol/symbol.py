@@ -405,7 +405,7 @@ def _dtype_code(dtype):
 _FLUENT = ("reshape", "flatten", "expand_dims", "transpose", "sum", "mean", "max", "min", "prod", "exp", "log",
            "sqrt", "square", "abs", "sign", "sigmoid", "tanh", "relu", "softmax", "log_softmax", "clip", "slice",
            "slice_axis", "take", "one_hot", "tile", "repeat", "squeeze", "norm", "argmax", "argmin", "split",
-           "broadcast_to", "zeros_like", "ones_like", "reshape_like", "pick", "sin", "cos", "dot")
+           "broadcast_to", "zeros_like", "ones_like", "reshape_like", "pick", "sin", "cos", "dot", "swapaxes")
 
 
 def _fluent(op_name):

@@ -329,6 +329,7 @@ pub fn cases() -> Vec<Case> {
         case("expand_dims", &[("axis", "1")], vec![m(&[2, 3])]),
         case("squeeze", &[("axis", "(1,)")], vec![m(&[2, 1, 3, 1])]),
         case("transpose", &[("axes", "(1, 2, 0)")], vec![m(&[2, 3, 4])]),
+        case("SwapAxis", &[("dim1", "0"), ("dim2", "-1")], vec![m(&[2, 3, 4])]),
         case("transpose", &[], vec![m(&[2, 3])]),
         case("cast", &[("dtype", "float32")], vec![m(&[2, 3])]),
         case("cast", &[("dtype", "float64")], vec![m(&[2, 3]).dtype(DType::F32)]),

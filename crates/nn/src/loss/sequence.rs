@@ -9,7 +9,7 @@
 
 use super::{op, Base};
 use crate::block::{in_block, Block};
-use oxnet_core::{AttrValue, Error, NDArray, Result};
+use oxnet_core::{Error, NDArray, Result};
 
 /// Where the batch and time axes are: `pred` is `NTC` (batch, time,
 /// classes; the default) or `TNC`; `label` is `NT` (the default) or `TN`.
@@ -94,15 +94,14 @@ impl CTCLoss {
         sample_weight: Option<&NDArray>,
     ) -> Result<NDArray> {
         let run = || -> Result<NDArray> {
-            let swap =
-                |x: &NDArray, axes: Vec<i64>| op("transpose", &[x], &[("axes", AttrValue::Ints(axes))]);
+            let swap = |x: &NDArray| op("SwapAxis", &[x], &[("dim1", 0.into()), ("dim2", 1.into())]);
             let pred = match self.layout {
-                SequenceLayout::BatchMajor => swap(pred, vec![1, 0, 2])?,
+                SequenceLayout::BatchMajor => swap(pred)?,
                 SequenceLayout::TimeMajor => pred.clone(),
             };
             let label = match self.label_layout {
                 SequenceLayout::BatchMajor => label.clone(),
-                SequenceLayout::TimeMajor => swap(label, vec![1, 0])?,
+                SequenceLayout::TimeMajor => swap(label)?,
             };
             let mut inputs = vec![&pred, &label];
             inputs.extend(pred_lengths);

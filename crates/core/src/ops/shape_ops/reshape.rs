@@ -38,6 +38,15 @@ fn flat_copy(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result
 }
 
 /// The permutation `transpose` applies for `axes` (empty: reverse).
+/// The permutation swapping axes `dim1` and `dim2` of SwapAxis.
+fn swap_permutation(attrs: &crate::Attrs, ndim: usize) -> Result<Vec<usize>> {
+    let a = normalize_axis(attrs.int("dim1")?, ndim).map_err(|e| Error::attr("dim1", e.to_string()))?;
+    let b = normalize_axis(attrs.int("dim2")?, ndim).map_err(|e| Error::attr("dim2", e.to_string()))?;
+    let mut perm: Vec<usize> = (0..ndim).collect();
+    perm.swap(a, b);
+    Ok(perm)
+}
+
 fn permutation(axes: &[i64], ndim: usize) -> Result<Vec<usize>> {
     if axes.is_empty() {
         return Ok((0..ndim).rev().collect());
@@ -235,6 +244,32 @@ pub(super) fn register() {
     );
 
     registry::register(
+        OpDef::new("SwapAxis")
+            .alias("swapaxes")
+            .doc("Swaps axes `dim1` and `dim2` (negative values count from the last axis).")
+            .attr(AttrSpec::optional("dim1", AttrKind::Int, 0, "the first axis"))
+            .attr(AttrSpec::optional("dim2", AttrKind::Int, 0, "the second axis"))
+            .infer_shape(|attrs, ins, outs| {
+                let Some(x) = &ins[0] else { return Ok(()) };
+                let perm = swap_permutation(attrs, x.len())?;
+                let s: Shape = perm.iter().map(|a| x[*a]).collect();
+                set_shape(&mut outs[0], s, "the output of SwapAxis")
+            })
+            .accepts_strided()
+            .forward(|ctx, inputs, outputs| {
+                let perm = swap_permutation(ctx.attrs, inputs[0].ndim())?;
+                store_view(ctx.req[0], &outputs[0], &inputs[0].transpose(Some(&perm))?)
+            })
+            .grad_rule(|g| {
+                // a swap undoes itself
+                let dims: Vec<(String, String)> = g.attrs.to_strings();
+                let attrs: Vec<(&str, AttrValue)> =
+                    dims.iter().map(|(k, v)| (k.as_str(), AttrValue::Raw(v.clone()))).collect();
+                Ok(vec![Some(crate::ops::util::call("SwapAxis", &[&g.out_grads[0]], &attrs)?)])
+            }),
+    );
+
+    registry::register(
         OpDef::new("cast")
             .alias("Cast")
             .doc("Converts the elements to `dtype`.")
@@ -416,6 +451,31 @@ mod tests {
         let e = err_msg(invoke1("transpose", &[&x], &[("axes", "(0, 0, 1)".into())]));
         assert!(e.contains("not a permutation"), "{e}");
         assert!(invoke1("transpose", &[&x], &[("axes", "(0, 1)".into())]).is_err());
+    }
+
+    #[test]
+    fn swapaxis_values_gradient_and_errors() {
+        let (a, b, c) = (2, 3, 4);
+        let x = iota(&[a, b, c]);
+        let y = invoke1("SwapAxis", &[&x], &[("dim1", 0.into()), ("dim2", 2.into())]).unwrap();
+        assert_eq!(y.shape(), &[c, b, a]);
+        let mut want = vec![];
+        for k in 0..c {
+            for j in 0..b {
+                for i in 0..a {
+                    want.push((i * b * c + j * c + k) as f64);
+                }
+            }
+        }
+        assert_eq!(vals(&y), want);
+        // the alias, negative axes, and the default (0, 0): the identity
+        let z = invoke1("swapaxes", &[&x], &[("dim1", (-1).into()), ("dim2", 1.into())]).unwrap();
+        assert_eq!(z.shape(), &[a, c, b]);
+        assert_eq!(vals(&invoke1("swapaxes", &[&x], &[]).unwrap()), vals(&x));
+        OpChecker::new("SwapAxis", &[sample(&[2, 3, 4])]).attr("dim1", 1).attr("dim2", 2).run().unwrap();
+        check_second_order("SwapAxis", &[sample(&[2, 3, 4])], &[("dim1", 0.into()), ("dim2", 1.into())]);
+        let e = err_msg(invoke1("SwapAxis", &[&x], &[("dim2", 3.into())]));
+        assert!(e.contains("SwapAxis") && e.contains("dim2"), "{e}");
     }
 
     #[test]
