@@ -319,3 +319,26 @@ def test_shared_parameters_save_once_with_deduplicate_and_load_back(tmp_path):
     x = nd.ones((1, 4))
     np.testing.assert_allclose(other(x).asnumpy(), net(x).asnumpy(), rtol=1e-6)
 
+
+
+def test_an_unused_input_warns_and_a_none_input_does_not():
+    """Hybridized, an input the graph never reads draws MXNet's warning; an
+    optional input given as None (left out) does not."""
+    import warnings
+
+    class Pick(gluon.HybridBlock):
+        def hybrid_forward(self, F, x, y=None, scale=None):
+            return x * 2 if scale is None else F.broadcast_mul(x, scale)
+
+    x = nd.array([1.0, 2.0])
+    block = Pick()
+    block.hybridize()
+    with pytest.warns(UserWarning, match="data1 input to HybridBlock .* is not used"):
+        out = block(x, nd.array([5.0]))
+    np.testing.assert_allclose(out.asnumpy(), [2.0, 4.0])
+    block = Pick()
+    block.hybridize()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = block(x, None, nd.array([3.0]))
+    np.testing.assert_allclose(out.asnumpy(), [3.0, 6.0])

@@ -490,7 +490,9 @@ class HybridBlock(Block):
         for n in input_names:
             if n not in params and n not in data_index:
                 raise MXNetError(f"{self.name}: unknown input to HybridBlock: {n}")
-        unused = [n for n in data_index if n not in input_names]
+        flat = _flatten(args, "input")[0]
+        # an input given as None (an optional argument left out) is not "unused"
+        unused = [n for n, i in data_index.items() if n not in input_names and flat[i] is not None]
         if unused:
             warnings.warn(f"The {', '.join(unused)} input to HybridBlock {self.name} is not used by any "
                           "computation. Is this intended?", stacklevel=4)
