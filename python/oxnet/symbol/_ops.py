@@ -6,7 +6,7 @@ keywords (any value; turned into MXNet's string form), ``name=`` and
 """
 
 from .. import _oxnet
-from ..ndarray._ops import _docstring
+from ..ndarray._ops import _CONTRIB, _docstring
 
 _RESERVED = {"var", "Variable", "Group", "load", "load_json", "fromjson", "Symbol", "trace", "contrib"}
 
@@ -49,9 +49,6 @@ def _make(fname, op_name, attr_names):
     op.__qualname__ = fname
     op.__module__ = "oxnet.symbol"
     return op
-
-
-_CONTRIB = "_contrib_"
 
 
 def refresh(namespace):
