@@ -141,27 +141,11 @@ fn the_memory_plan_of_an_mlp_takes_less_than_one_buffer_per_entry() {
     assert_eq!(total, plan.planned_bytes());
 }
 
-#[test]
-fn planned_execution_matches_imperative_autograd_on_an_mlp() {
-    let sym = mlp();
-    let shapes = HashMap::from([("data".to_string(), vec![8, 784])]);
-    let g = sym.indexed().unwrap();
-    let inferred = infer::infer_shapes(&g, &shapes).unwrap();
-    let mut exe =
-        simple_bind(&sym, Device::Cpu, &GradReqs::All(Req::Write), &HashMap::new(), &shapes).unwrap();
-    let args: Vec<NDArray> = exe
-        .arg_arrays()
-        .iter()
-        .map(|a| NDArray::random_uniform(-0.1, 0.1, a.shape(), DType::F32).unwrap())
-        .collect();
-    for (dst, src) in exe.arg_arrays().iter().zip(&args) {
-        dst.assign_from(src).unwrap();
-    }
-    assert!(inferred.iter().all(|s| s.is_some()));
-    let out = exe.forward(true).unwrap()[0].clone();
-    exe.backward(&[]).unwrap();
-    // the same model imperatively
-    for a in &args {
+/// `mlp()` run imperatively on `args` (data, then weight and bias of each
+/// layer) under autograd: attaches `write` gradients to every argument,
+/// back-propagates from the output and returns it.
+fn eager_mlp(args: &[NDArray]) -> NDArray {
+    for a in args {
         a.attach_grad(Req::Write).unwrap();
     }
     let y = {
@@ -182,6 +166,29 @@ fn planned_execution_matches_imperative_autograd_on_an_mlp() {
         invoke1("log_softmax", &[&h], &[]).unwrap()
     };
     y.backward().unwrap();
+    y
+}
+
+#[test]
+fn planned_execution_matches_imperative_autograd_on_an_mlp() {
+    let sym = mlp();
+    let shapes = HashMap::from([("data".to_string(), vec![8, 784])]);
+    let g = sym.indexed().unwrap();
+    let inferred = infer::infer_shapes(&g, &shapes).unwrap();
+    let mut exe =
+        simple_bind(&sym, Device::Cpu, &GradReqs::All(Req::Write), &HashMap::new(), &shapes).unwrap();
+    let args: Vec<NDArray> = exe
+        .arg_arrays()
+        .iter()
+        .map(|a| NDArray::random_uniform(-0.1, 0.1, a.shape(), DType::F32).unwrap())
+        .collect();
+    for (dst, src) in exe.arg_arrays().iter().zip(&args) {
+        dst.assign_from(src).unwrap();
+    }
+    assert!(inferred.iter().all(|s| s.is_some()));
+    let out = exe.forward(true).unwrap()[0].clone();
+    exe.backward(&[]).unwrap();
+    let y = eager_mlp(&args);
     close(&out.to_vec::<f64>().unwrap(), &y.to_vec::<f64>().unwrap(), 1e-5);
     for (i, a) in args.iter().enumerate() {
         close(
@@ -207,28 +214,7 @@ fn bound_gradient_arrays_of_every_layout_get_the_gradients() {
         .map(|a| NDArray::random_uniform(-0.1, 0.1, a.shape(), DType::F64).unwrap())
         .collect();
     let zeros = |a: &NDArray| NDArray::zeros(a.shape(), DType::F64, Device::Cpu).unwrap();
-    // the eager gradients
-    for a in &args {
-        a.attach_grad(Req::Write).unwrap();
-    }
-    let y = {
-        let _rec = autograd::record();
-        let mut h = args[0].clone();
-        for i in 0..3 {
-            let n: usize = [256, 256, 10][i];
-            h = invoke1(
-                "FullyConnected",
-                &[&h, &args[1 + 2 * i], &args[2 + 2 * i]],
-                &[("num_hidden", n.into())],
-            )
-            .unwrap();
-            if i < 2 {
-                h = invoke1("Activation", &[&h], &[("act_type", "relu".into())]).unwrap();
-            }
-        }
-        invoke1("log_softmax", &[&h], &[]).unwrap()
-    };
-    y.backward().unwrap();
+    eager_mlp(&args);
     // fc3_weight (10, 256) gets a transposed view of a (256, 10) array; the
     // data gradient shares its storage with a copy of the data itself
     let bound_args: Vec<NDArray> = args.iter().map(|a| a.copy().unwrap()).collect();

@@ -207,20 +207,54 @@ unsafe fn piece<T, S, const K: usize, const MODE: u8>(
     T: FloatElement,
     S: FloatElement<Compute = T::Compute>,
 {
+    #[cfg(target_arch = "x86_64")]
+    if crate::kernels::simd_math::avx2_fma_enabled() {
+        // SAFETY: the CPU supports AVX2 and FMA (checked at run time); the
+        // rest is the caller's contract.
+        return piece_avx2::<T, S, K, MODE>(ptrs, start, len, f);
+    }
+    piece_slices::<T, S, K, MODE>(ptrs, start, len, f)
+}
+
+/// [`piece_slices`] built for AVX2: 8 floats per instruction instead of
+/// SSE's 4, which halves the instructions of this memory-bound loop. (The
+/// rules' multiplies and adds stay separate: no FMA contraction, so results
+/// are the same bits as the plain build's.)
+///
+/// # Safety
+/// As for [`piece`]; besides, the CPU must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn piece_avx2<T, S, const K: usize, const MODE: u8>(
+    ptrs: Ptrs<K>,
+    start: usize,
+    len: usize,
+    f: &(impl Fn(T::Compute, T::Compute, &mut [T::Compute; K]) -> T::Compute + Copy),
+) where
+    T: FloatElement,
+    S: FloatElement<Compute = T::Compute>,
+{
+    piece_slices::<T, S, K, MODE>(ptrs, start, len, f)
+}
+
+/// The slices of one piece, handed to [`slices`].
+///
+/// # Safety
+/// As for [`piece`].
+#[inline(always)]
+unsafe fn piece_slices<T, S, const K: usize, const MODE: u8>(
+    ptrs: Ptrs<K>,
+    start: usize,
+    len: usize,
+    f: &(impl Fn(T::Compute, T::Compute, &mut [T::Compute; K]) -> T::Compute + Copy),
+) where
+    T: FloatElement,
+    S: FloatElement<Compute = T::Compute>,
+{
     let g = std::slice::from_raw_parts((ptrs.grad as *const T).add(start), len);
     let mut st: [&mut [S]; K] =
         ptrs.states.map(|p| std::slice::from_raw_parts_mut((p as *mut S).add(start), len));
     let o = std::slice::from_raw_parts_mut((ptrs.out as *mut T).add(start), len);
-    #[cfg(target_arch = "x86_64")]
-    if crate::kernels::simd_math::avx2_fma_enabled() {
-        // SAFETY: the CPU supports AVX2 and FMA (checked at run time).
-        return if ptrs.weight == ptrs.out {
-            slices_avx2::<T, S, K, MODE, true>(&[], g, &mut st, o, f)
-        } else {
-            let w = std::slice::from_raw_parts((ptrs.weight as *const T).add(start), len);
-            slices_avx2::<T, S, K, MODE, false>(w, g, &mut st, o, f)
-        };
-    }
     if ptrs.weight == ptrs.out {
         slices::<T, S, K, MODE, true>(&[], g, &mut st, o, f)
     } else {
@@ -229,29 +263,7 @@ unsafe fn piece<T, S, const K: usize, const MODE: u8>(
     }
 }
 
-/// [`slices`] built for AVX2: 8 floats per instruction instead of SSE's 4,
-/// which halves the instructions of this memory-bound loop. (The rules'
-/// multiplies and adds stay separate: no FMA contraction, so results are
-/// the same bits as the plain build's.)
-///
-/// # Safety
-/// The CPU must support AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn slices_avx2<T, S, const K: usize, const MODE: u8, const SAME: bool>(
-    w: &[T],
-    g: &[T],
-    st: &mut [&mut [S]; K],
-    o: &mut [T],
-    f: &(impl Fn(T::Compute, T::Compute, &mut [T::Compute; K]) -> T::Compute + Copy),
-) where
-    T: FloatElement,
-    S: FloatElement<Compute = T::Compute>,
-{
-    slices::<T, S, K, MODE, SAME>(w, g, st, o, f)
-}
-
-/// The loop of [`piece`] over slices; with `SAME` the weight is read from
+/// The loop of [`piece_slices`] over slices; with `SAME` the weight is read from
 /// the output slice itself (`w` is then empty).
 #[inline(always)]
 fn slices<T, S, const K: usize, const MODE: u8, const SAME: bool>(
