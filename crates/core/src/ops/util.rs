@@ -1,10 +1,23 @@
 //! Helpers shared by the built-in operators' kernels and gradient rules.
 
-use crate::{AttrValue, Error, NDArray, Req, Result};
+use crate::{AttrValue, Attrs, Error, NDArray, Req, Result};
 
 /// Calls operator `name` with one output (shorthand for gradient rules).
 pub fn call(name: &str, inputs: &[&NDArray], attrs: &[(&str, AttrValue)]) -> Result<NDArray> {
     crate::invoke1(name, inputs, attrs)
+}
+
+/// Calls operator `name` with attributes already parsed for an operator of
+/// the same attribute specs (a gradient rule calling its `_backward_`
+/// operator, or the operator itself, with the forward call's attributes);
+/// returns the first output.
+pub fn call_parsed(name: &str, inputs: &[&NDArray], attrs: &Attrs) -> Result<NDArray> {
+    let op = crate::registry::get(name)?;
+    let mut outs = crate::invoke_op(&op, inputs, attrs)?;
+    if outs.is_empty() {
+        return Err(Error::Invalid(format!("operator `{name}` has no outputs")));
+    }
+    Ok(outs.swap_remove(0))
 }
 
 /// Calls operator `name` writing its one output into `out` (request

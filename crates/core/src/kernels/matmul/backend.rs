@@ -173,6 +173,14 @@ pub(super) struct Split {
     pub(super) along_rows: bool,
 }
 
+impl Split {
+    /// Rows or columns per piece of a side of `side`: a multiple of 16 (the
+    /// `gemm` tiles), the last piece taking the rest.
+    fn piece_len(&self, side: usize) -> usize {
+        side.div_ceil(self.parts.max(1)).div_ceil(16) * 16
+    }
+}
+
 /// Output rows or columns below which a piece is not worth a thread (the
 /// `gemm` kernels work on 16-wide tiles; thinner pieces waste them).
 const MIN_PIECE: usize = 32;
@@ -249,8 +257,7 @@ pub(super) unsafe fn gemm_threaded<T: MatmulScalar>(
     }
     let ops = Operands { dst, a, b };
     let side = if split.along_rows { m } else { n };
-    // Pieces in multiples of 16 rows/columns, the last one taking the rest.
-    let step = side.div_ceil(split.parts).div_ceil(16) * 16;
+    let step = split.piece_len(side);
     parallel::for_each(side.div_ceil(step), |p| {
         let (dst, a, b) = ops.get();
         let start = p * step;
@@ -363,7 +370,7 @@ unsafe fn gemm_nt_via_scratch<T: MatmulScalar>(
     let ops = Operands { dst, a, b };
     let scratch_at = scratch.as_mut_ptr() as usize;
     let split = split_for(m, n, k, allow);
-    let step = n.div_ceil(split.parts.max(1)).div_ceil(16) * 16;
+    let step = split.piece_len(n);
     parallel::for_each(n.div_ceil(step), |p| {
         let (dst, a, b) = ops.get();
         let sp = scratch_at as *mut T;

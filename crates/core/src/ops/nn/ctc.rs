@@ -22,7 +22,7 @@
 
 use super::mul;
 use crate::attrs::Attrs;
-use crate::ops::util::{call, store_slice};
+use crate::ops::util::{call, call_parsed, store_slice};
 use crate::shape::Shape;
 use crate::{registry, AttrKind, AttrSpec, AttrValue, Element, Error, GradCtx, NDArray, OpDef, Result};
 
@@ -346,10 +346,8 @@ fn grad(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
         return Ok(grads);
     }
     let refs: Vec<&NDArray> = g.inputs.iter().collect();
-    let given: Vec<(String, String)> = g.attrs.to_strings();
-    let attrs: Vec<(&str, AttrValue)> =
-        given.iter().map(|(k, v)| (k.as_str(), AttrValue::Raw(v.clone()))).collect();
-    let per_example = call(BACKWARD, &refs, &attrs)?;
+    // the backward operator has the same attribute specs (attrs_specs)
+    let per_example = call_parsed(BACKWARD, &refs, g.attrs)?;
     // d(loss_b)/d(data[t][b]) times the gradient flowing into loss_b
     let batch = g.inputs[0].shape()[1];
     let og = call("reshape", &[&g.out_grads[0]], &[("shape", AttrValue::Ints(vec![1, batch as i64, 1]))])?;

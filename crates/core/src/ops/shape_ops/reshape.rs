@@ -262,10 +262,7 @@ pub(super) fn register() {
             })
             .grad_rule(|g| {
                 // a swap undoes itself
-                let dims: Vec<(String, String)> = g.attrs.to_strings();
-                let attrs: Vec<(&str, AttrValue)> =
-                    dims.iter().map(|(k, v)| (k.as_str(), AttrValue::Raw(v.clone()))).collect();
-                Ok(vec![Some(crate::ops::util::call("SwapAxis", &[&g.out_grads[0]], &attrs)?)])
+                Ok(vec![Some(crate::ops::util::call_parsed("SwapAxis", &[&g.out_grads[0]], g.attrs)?)])
             }),
     );
 
