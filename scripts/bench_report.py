@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Print oxnet's benchmark figures as ratios next to their targets.
 
-Run after `cargo bench -p oxnet-core --bench engine`; reads criterion's
+Run after `cargo bench -p oxnet-ops --bench engine`; reads criterion's
 estimates (median times) from target/criterion. Standard library only.
 """
 import json
@@ -16,7 +16,7 @@ def median_ns(group, bench=None):
     try:
         return json.loads(path.read_text())["median"]["point_estimate"]
     except (OSError, KeyError, ValueError):
-        sys.exit(f"no criterion result at {path}; run `cargo bench -p oxnet-core --bench engine` first")
+        sys.exit(f"no criterion result at {path}; run `cargo bench -p oxnet-ops --bench engine` first")
 
 
 def fmt(ns):

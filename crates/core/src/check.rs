@@ -12,10 +12,24 @@
 //! 4. malformed calls (a missing input, an unknown attribute) give errors,
 //!    not panics.
 //!
-//! ```
-//! use oxnet_core::{check::OpChecker, NDArray};
+//! Autograd adds up gradients with the built-in `elemwise_add`, so the
+//! checker runs in a program that links the built-in operators (the
+//! `oxnet-ops` crate), as here:
+//!
+//! ```no_run
+//! use oxnet_core::{check::OpChecker, custom::FunctionOp, NDArray};
+//!
+//! FunctionOp::new("cube", &["x"], |ins| {
+//!     let y = ins[0].to_vec::<f64>()?.iter().map(|x| x * x * x).collect();
+//!     Ok(vec![NDArray::from_vec(y, ins[0].shape())?])
+//! })
+//! .def_grad(0, |_ans, ins, g| {
+//!     let (x, g) = (ins[0].to_vec::<f64>()?, g[0].to_vec::<f64>()?);
+//!     NDArray::from_vec(x.iter().zip(&g).map(|(x, g)| 3.0 * x * x * g).collect(), ins[0].shape())
+//! })
+//! .register();
 //! let x = NDArray::from_vec(vec![0.5f64, -1.0, 2.0], &[3]).unwrap();
-//! OpChecker::new("tanh", &[x]).run().unwrap();
+//! OpChecker::new("cube", &[x]).run().unwrap();
 //! ```
 
 use crate::autograd::{self, BackwardOptions};

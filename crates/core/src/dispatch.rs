@@ -13,10 +13,17 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// Calls operator `name` on `inputs` with keyword attributes; returns its outputs.
 ///
 /// ```
-/// use oxnet_core::{invoke, NDArray};
+/// use oxnet_core::{invoke, registry, AttrKind, AttrSpec, AttrValue, NDArray, OpDef};
+/// let by = AttrSpec::optional("by", AttrKind::Float, 0.0, "what to add");
+/// registry::register(OpDef::new("shift").attr(by).forward(|ctx, ins, outs| {
+///     let by = ctx.attrs.float("by")? as f32;
+///     let x = ins[0].as_slice::<f32>()?;
+///     outs[0].as_mut_slice::<f32>()?.iter_mut().zip(x).for_each(|(y, x)| *y = x + by);
+///     Ok(())
+/// }));
 /// let x = NDArray::from_vec(vec![1.0f32, -2.0], &[2]).unwrap();
-/// let y = &invoke("relu", &[&x], &[]).unwrap()[0];
-/// assert_eq!(y.to_vec::<f32>().unwrap(), vec![1.0, 0.0]);
+/// let y = &invoke("shift", &[&x], &[("by", AttrValue::Float(0.5))]).unwrap()[0];
+/// assert_eq!(y.to_vec::<f32>().unwrap(), vec![1.5, -1.5]);
 /// ```
 pub fn invoke(name: &str, inputs: &[&NDArray], attrs: &[(&str, AttrValue)]) -> Result<Vec<NDArray>> {
     let op = registry::get(name)?;
@@ -79,7 +86,7 @@ pub fn invoke_into_with_state(
 
 /// True while calls are recorded by autograd or a trace: operator code must
 /// then go through the dispatcher rather than call kernels directly.
-pub(crate) fn calls_are_observed() -> bool {
+pub fn calls_are_observed() -> bool {
     autograd::is_recording() || crate::trace::is_tracing()
 }
 
@@ -367,7 +374,7 @@ fn run_dynamic(
                         o.shape()
                     )));
                 }
-                crate::ops::util::store(*r, b, o)?;
+                crate::store::store(*r, b, o)?;
             }
             bufs.to_vec()
         }

@@ -19,7 +19,7 @@ pub enum Error {
     #[error("device error: {0}")]
     Device(String),
     /// No operator is registered under this name.
-    #[error("unknown operator `{0}` (see oxnet_core::registry::list_ops for the registered ones)")]
+    #[error("unknown operator `{0}` ({hint})", hint = crate::registry::unknown_op_hint())]
     UnknownOp(String),
     /// An attribute is unknown, missing or malformed.
     #[error("attribute `{attr}`: {msg}")]

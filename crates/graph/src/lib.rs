@@ -6,6 +6,9 @@
 //! graphs ([`infer`]); and an [`Executor`] that runs a bound graph through
 //! the same operator kernels eager calls use.
 //!
+//! Graphs are made of operators, so this crate links the built-in ones
+//! (`oxnet-ops`): a program that uses the graph layer has them registered.
+//!
 //! ```
 //! use oxnet_graph::{simple_bind, GradReqs, Symbol};
 //! use oxnet_core::{Device, Req};
@@ -43,3 +46,7 @@ pub use indexed::IndexedGraph;
 pub use node::{Entry, Node, OpCall};
 pub use recorded::recorded_symbol;
 pub use symbol::{Symbol, VarOptions};
+
+// Links the built-in operators: their registrar reaches the core registry
+// at link time, so nothing here names an operator crate's items.
+use oxnet_ops as _;

@@ -16,12 +16,18 @@ type GradFn = Arc<dyn Fn(&[NDArray], &[NDArray], &[NDArray]) -> Result<NDArray> 
 /// use oxnet_core::custom::FunctionOp;
 /// use oxnet_core::{autograd, invoke1, NDArray, Req};
 ///
-/// FunctionOp::new("cube", &["x"], |ins| Ok(vec![invoke1("elemwise_mul", &[&ins[0], &invoke1("square", &[&ins[0]], &[])?], &[])?]))
-///     .def_grad(0, |_ans, ins, g| {
-///         let d = invoke1("_mul_scalar", &[&invoke1("square", &[&ins[0]], &[])?], &[("scalar", 3.0.into())])?;
-///         invoke1("elemwise_mul", &[&g[0], &d], &[])
-///     })
-///     .register();
+/// // Written here over plain slices; with the built-in operators linked
+/// // (oxnet-ops), forward and gradient can call operators instead, and
+/// // then differentiate to any order.
+/// FunctionOp::new("cube", &["x"], |ins| {
+///     let y = ins[0].to_vec::<f64>()?.iter().map(|x| x * x * x).collect();
+///     Ok(vec![NDArray::from_vec(y, ins[0].shape())?])
+/// })
+/// .def_grad(0, |_ans, ins, g| {
+///     let (x, g) = (ins[0].to_vec::<f64>()?, g[0].to_vec::<f64>()?);
+///     NDArray::from_vec(x.iter().zip(&g).map(|(x, g)| 3.0 * x * x * g).collect(), ins[0].shape())
+/// })
+/// .register();
 /// let x = NDArray::from_vec(vec![2.0f64], &[1]).unwrap();
 /// x.attach_grad(Req::Write).unwrap();
 /// let y = { let _r = autograd::record(); invoke1("cube", &[&x], &[]).unwrap() };

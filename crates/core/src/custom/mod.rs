@@ -15,8 +15,8 @@
 //! struct Double;
 //! impl CustomOp for Double {
 //!     fn forward(&self, _train: bool, req: &[Req], ins: &[NDArray], outs: &[NDArray], _aux: &[NDArray]) -> Result<()> {
-//!         let y = invoke1("_mul_scalar", &[&ins[0]], &[("scalar", 2.0.into())])?;
-//!         custom::assign(&outs[0], req[0], &y)
+//!         let doubled: Vec<f32> = ins[0].to_vec::<f32>()?.iter().map(|v| 2.0 * v).collect();
+//!         custom::assign(&outs[0], req[0], &NDArray::from_vec(doubled, ins[0].shape())?)
 //!     }
 //! }
 //! struct DoubleProp;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 /// Stores `src` into `dst` as `req` says: `null` skips, `write`/`inplace`
 /// overwrite, `add` accumulates (the seeds' `self.assign`).
 pub fn assign(dst: &NDArray, req: Req, src: &NDArray) -> Result<()> {
-    crate::ops::util::store(req, dst, src)
+    crate::store::store(req, dst, src)
 }
 
 /// The computation of a custom operator.

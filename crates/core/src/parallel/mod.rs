@@ -70,9 +70,16 @@ pub fn num_threads() -> usize {
 /// that already keeps every core busy).
 ///
 /// ```
-/// let mut v = vec![1.0f32; 100_000];
-/// oxnet_core::parallel::on_this_thread(|| oxnet_core::kernels::simd_math::exp_f32_inplace(&mut v));
-/// assert!((v[0] - std::f32::consts::E).abs() < 1e-6);
+/// let main = std::thread::current().id();
+/// let same = std::sync::atomic::AtomicBool::new(true);
+/// oxnet_core::parallel::on_this_thread(|| {
+///     oxnet_core::parallel::for_each(8, |_| {
+///         if std::thread::current().id() != main {
+///             same.store(false, std::sync::atomic::Ordering::Relaxed);
+///         }
+///     })
+/// });
+/// assert!(same.into_inner());
 /// ```
 pub fn on_this_thread<R>(f: impl FnOnce() -> R) -> R {
     pool::inline(f)

@@ -1,0 +1,73 @@
+//! # oxnet-ops
+//!
+//! oxnet's built-in operators and their kernels. Every operator here is an
+//! [`OpDef`](oxnet_core::OpDef) built with oxnet-core's public API only,
+//! the same API a user's own operator crate has, and registered the same
+//! way: [`register_operators!`](oxnet_core::register_operators) names this
+//! crate's registrar, which the core registry runs on its first use. A
+//! program gets the built-ins by linking this crate (the graph, nn and
+//! Python layers do; a Rust program that uses only oxnet-core writes
+//! `use oxnet_ops as _;` once).
+//!
+//! ```
+//! use oxnet_ops as _;
+//! use oxnet_core::{autograd, invoke1, NDArray, Req};
+//!
+//! let x = NDArray::from_vec(vec![0.0f32, 1.0, 2.0], &[3]).unwrap();
+//! x.attach_grad(Req::Write).unwrap();
+//! let y = {
+//!     let _rec = autograd::record();
+//!     invoke1("sigmoid", &[&x], &[]).unwrap()
+//! };
+//! y.backward().unwrap();
+//! let g = x.grad().unwrap().to_vec::<f32>().unwrap();
+//! assert!((g[0] - 0.25).abs() < 1e-6);
+//! ```
+//!
+//! ## Layout
+//!
+//! One folder per operator family, one file per group of operators within
+//! it; kernels that several families share live in [`kernels`]:
+//!
+//! | folder | operators |
+//! |---|---|
+//! | [`unary`] | element-wise maths on one array (`sigmoid`, `exp`, `relu`, `clip`, `cast`, scalar arithmetic, ...) |
+//! | [`binary`] | element-wise on two arrays: `elemwise_*`, `broadcast_*`, comparisons, `add_n` |
+//! | [`reduce`] | `sum`, `mean`, `prod`, `max`, `min`, `norm`, `argmax`, `argmin` |
+//! | [`shape_ops`] | data movement: `reshape`, `transpose`, `concat`, `split`, `slice`, `tile`, `broadcast_to`, ... |
+//! | [`indexing`] | gathering by index: `take`, `pick`, `one_hot`, `where` |
+//! | [`linalg`] | matrix products: `dot`, `batch_dot`, `FullyConnected` |
+//! | [`nn`] | layers: activations, softmax family, losses, `Dropout`, `Embedding`, `CTCLoss` |
+//! | [`optimizer`] | the optimizers' update steps (`sgd_mom_update`, `adam_update`, multi-tensor forms) |
+//! | [`kernels`] | shared kernels: matrix products, SIMD maths |
+//!
+//! Families to come take folders of their own beside these (`conv`,
+//! `pool`, `norm`, `rnn`, `sort`, `random`), each with a `register`
+//! function that [`register`] calls.
+
+pub mod binary;
+pub mod indexing;
+pub mod kernels;
+pub mod linalg;
+pub mod nn;
+pub mod optimizer;
+pub mod reduce;
+pub mod shape_ops;
+pub mod unary;
+pub mod util;
+
+/// Registers every built-in operator with the core registry. The registry
+/// runs it by itself on first use (it is this crate's linked registrar);
+/// calling it again registers the same operators again.
+pub fn register() {
+    unary::register();
+    binary::register();
+    reduce::register();
+    linalg::register();
+    nn::register();
+    optimizer::register();
+    shape_ops::register();
+    indexing::register();
+}
+
+oxnet_core::register_operators!(register);
