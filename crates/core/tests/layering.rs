@@ -4,12 +4,13 @@
 //! on nothing above it, in any kind of dependency (normal, build, dev).
 //! Read from `cargo metadata`, so a new dependency in any Cargo.toml is seen.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
 /// Each workspace crate's layer. The extension SDK sits beside core on the
 /// plugin side: it may use the ABI crate and nothing else of ours. Among
-/// the faces, the Python package sits on the extension-library loader.
+/// the faces, the Python package sits on the extension-library loader; the
+/// example of a user's operator crate is a face too.
 const LAYERS: &[(&str, u32)] = &[
     ("oxnet-abi", 0),
     ("oxnet-core", 1),
@@ -20,6 +21,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("oxnet-library", 5),
     ("oxnet-python", 6),
     ("oxnet-tour", 6),
+    ("my_linked_ops", 6),
 ];
 
 /// `(package, dependency, kind)` for every dependency of every workspace package.
@@ -51,24 +53,25 @@ fn workspace_dependencies() -> Vec<(String, String, String)> {
 fn every_dependency_points_to_a_lower_layer() {
     let layers: BTreeMap<&str, u32> = LAYERS.iter().copied().collect();
     let deps = workspace_dependencies();
-    let mut problems = Vec::new();
+    let mut problems = BTreeSet::new();
     for (package, dep, kind) in &deps {
         let Some(&from) = layers.get(package.as_str()) else {
-            problems.push(format!("workspace crate {package} has no layer: add it to LAYERS in this test"));
+            problems.insert(format!("workspace crate {package} has no layer: add it to LAYERS in this test"));
             continue;
         };
         if !dep.starts_with("oxnet-") {
             continue;
         }
-        match layers.get(dep.as_str()) {
-            Some(&to) if to < from => {}
-            Some(&to) => problems.push(format!(
+        let problem = match layers.get(dep.as_str()) {
+            Some(&to) if to < from => continue,
+            Some(&to) => format!(
                 "{package} (layer {from}) has a {kind} dependency on {dep} (layer {to}): dependencies must point to lower layers"
-            )),
-            None => problems.push(format!("{package} depends on {dep}, which has no layer")),
-        }
+            ),
+            None => format!("{package} depends on {dep}, which has no layer"),
+        };
+        problems.insert(problem);
     }
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(problems.is_empty(), "{}", Vec::from_iter(problems).join("\n"));
 }
 
 #[test]

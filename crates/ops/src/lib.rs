@@ -31,10 +31,10 @@
 //!
 //! | folder | operators |
 //! |---|---|
-//! | [`unary`] | element-wise maths on one array (`sigmoid`, `exp`, `relu`, `clip`, `cast`, scalar arithmetic, ...) |
-//! | [`binary`] | element-wise on two arrays: `elemwise_*`, `broadcast_*`, comparisons, `add_n` |
+//! | [`unary`] | element-wise maths on one array (`sigmoid`, `exp`, `relu`, `clip`, `BlockGrad`, `zeros_like`, ...) |
+//! | [`binary`] | element-wise on two arrays or an array and a scalar: `elemwise_*`, `broadcast_*`, `_*_scalar`, comparisons, `add_n` |
 //! | [`reduce`] | `sum`, `mean`, `prod`, `max`, `min`, `norm`, `argmax`, `argmin` |
-//! | [`shape_ops`] | data movement: `reshape`, `transpose`, `concat`, `split`, `slice`, `tile`, `broadcast_to`, ... |
+//! | [`shape_ops`] | data movement: `reshape`, `transpose`, `concat`, `split`, `slice`, `tile`, `broadcast_to`, `cast`, ... |
 //! | [`indexing`] | gathering by index: `take`, `pick`, `one_hot`, `where` |
 //! | [`linalg`] | matrix products: `dot`, `batch_dot`, `FullyConnected` |
 //! | [`nn`] | layers: activations, softmax family, losses, `Dropout`, `Embedding`, `CTCLoss` |
@@ -43,7 +43,7 @@
 //!
 //! Families to come take folders of their own beside these (`conv`,
 //! `pool`, `norm`, `rnn`, `sort`, `random`), each with a `register`
-//! function that [`register`] calls.
+//! function that this crate's registrar calls.
 
 pub mod binary;
 pub mod indexing;
@@ -56,10 +56,10 @@ pub mod shape_ops;
 pub mod unary;
 pub mod util;
 
-/// Registers every built-in operator with the core registry. The registry
-/// runs it by itself on first use (it is this crate's linked registrar);
-/// calling it again registers the same operators again.
-pub fn register() {
+/// Registers every built-in operator with the core registry: this crate's
+/// linked registrar, which the registry runs by itself before its first
+/// look-up.
+fn register() {
     unary::register();
     binary::register();
     reduce::register();
