@@ -86,6 +86,7 @@ pub fn invoke_into_with_state(
 
 /// True while calls are recorded by autograd or a trace: operator code must
 /// then go through the dispatcher rather than call kernels directly.
+#[inline]
 pub fn calls_are_observed() -> bool {
     autograd::is_recording() || crate::trace::is_tracing()
 }

@@ -14,11 +14,13 @@ pub fn shape(dims: &[usize]) -> Shape {
 }
 
 /// Number of elements of a shape (1 for 0-d).
+#[inline]
 pub fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
 
 /// Row-major (C order) strides for a shape.
+#[inline]
 pub fn contiguous_strides(shape: &[usize]) -> Strides {
     let mut strides: Strides = smallvec::smallvec![0; shape.len()];
     let mut acc = 1isize;

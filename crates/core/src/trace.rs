@@ -45,6 +45,7 @@ pub fn start(sink: TraceSink) -> TraceGuard {
 }
 
 /// True while a trace is running on this thread.
+#[inline]
 pub fn is_tracing() -> bool {
     SINK.with(|s| s.borrow().is_some())
 }

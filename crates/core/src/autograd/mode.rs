@@ -8,11 +8,13 @@ thread_local! {
 }
 
 /// True while operator calls are recorded for differentiation.
+#[inline]
 pub fn is_recording() -> bool {
     RECORDING.with(Cell::get)
 }
 
 /// True in train mode (Dropout active, custom ops get `is_train`).
+#[inline]
 pub fn is_training() -> bool {
     TRAINING.with(Cell::get)
 }

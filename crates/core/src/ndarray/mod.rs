@@ -130,6 +130,7 @@ impl NDArray {
     }
 
     /// True when the elements are laid out densely in row-major order.
+    #[inline]
     pub fn is_contiguous(&self) -> bool {
         if self.size() == 0 {
             return true;
