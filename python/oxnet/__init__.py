@@ -33,3 +33,9 @@ from . import metric; __all__ += ["metric"]  # noqa: E402,E702
 from . import initializer; init = initializer; __all__ += ["initializer", "init"]  # noqa: E402,E702
 from . import optimizer, lr_scheduler; __all__ += ["optimizer", "lr_scheduler"]  # noqa: E402,E702
 from . import gluon; __all__ += ["gluon"]  # noqa: E402,E702
+from . import util, runtime, engine  # noqa: E402
+from .util import (  # noqa: E402
+    is_np_shape, set_np_shape, np_shape, use_np_shape, is_np_array, np_array, use_np_array, use_np,
+)
+__all__ += ["util", "runtime", "engine", "is_np_shape", "set_np_shape", "np_shape", "use_np_shape",
+            "is_np_array", "np_array", "use_np_array", "use_np"]

@@ -6,10 +6,15 @@ the record and fills the gradient buffers attached with
 """
 
 from . import _oxnet
+from .ndarray import NDArray
+from .symbol import Symbol
 
+# NDArray and Symbol are part of ``from mxnet.autograd import *`` in MXNet
+# (user code relies on it), so they are here too.
 __all__ = [
     "record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
     "set_recording", "set_training", "backward", "grad", "mark_variables", "Function", "get_symbol",
+    "NDArray", "Symbol",
 ]
 
 

@@ -18,44 +18,44 @@ backend in this build, so :func:`list_gpus` is empty. Helpers that need
 symbols and executors live in their own section further down.
 """
 
+import bz2  # noqa: F401  (MXNet's module exports these to `import *`)
+import errno  # noqa: F401
 import functools
+import gzip  # noqa: F401
+import json  # noqa: F401
+import logging  # noqa: F401
 import numbers
 import os
 import platform
+import struct  # noqa: F401
 import sys
+import time  # noqa: F401
+import traceback  # noqa: F401
+import zipfile  # noqa: F401
+from collections import OrderedDict  # noqa: F401
 from contextlib import contextmanager
 
 import numpy as np
+import numpy.random as rnd  # noqa: F401
+import numpy.testing as npt  # noqa: F401
+
+try:
+    import scipy.stats as ss  # noqa: F401
+except ImportError:  # scipy is optional: only the distribution checks need it
+    ss = None
+
+import oxnet as mx  # noqa: F401  (the package is importing this module: names resolve at use)
 
 from . import _oxnet, autograd
+from .base import MXNetError
 from .context import Context, current_context, num_gpus
 from .ndarray import NDArray, array
+from .runtime import Features  # noqa: F401
+from .util import getenv, setenv, use_np  # noqa: F401
 
-__all__ = [
-    # contexts, dtypes and tolerances
-    "default_context", "set_default_context", "default_dtype", "default_rtols", "default_atols",
-    "default_numeric_eps", "effective_dtype", "get_tolerance", "get_tols", "get_atol", "get_rtol", "get_etol",
-    # random data
-    "random_arrays", "random_uniform_arrays", "random_sample", "rand_shape_2d", "rand_shape_3d",
-    "rand_shape_nd", "rand_coord_2d", "rand_ndarray", "shuffle_csr_column_indices",
-    "create_vector", "create_2d_tensor", "get_identity_mat", "get_identity_mat_batch",
-    "assign_each", "assign_each2",
-    "new_matrix_with_real_eigvals_2d", "new_matrix_with_real_eigvals_nd", "new_orthonormal_matrix_2d",
-    "new_sym_matrix_with_real_eigvals_2d", "new_sym_matrix_with_real_eigvals_nd",
-    # comparisons
-    "np_reduce", "same", "same_array", "checkShapes", "locationError", "almost_equal", "assert_almost_equal",
-    "assert_allclose", "assert_almost_equal_with_err", "almost_equal_ignore_nan",
-    "assert_almost_equal_ignore_nan", "compare_ndarray_tuple", "collapse_sum_like",
-    # test control
-    "assert_exception", "retry", "environment", "set_env_var", "discard_stderr", "DummyIter",
-    "list_gpus", "is_cd_run", "is_aarch64_run", "has_tvm_ops", "is_op_runnable",
-    # gradients and operator checks
-    "numeric_grad", "check_numeric_gradient", "check_op",
-    # symbols and executors
-    "simple_forward", "check_symbolic_forward", "check_symbolic_backward", "check_consistency",
-    # the reference's module leaks numpy into `from mxnet.test_utils import *`; suites rely on it
-    "np",
-]
+# Like MXNet's module, this one has no ``__all__``: ``from mxnet.test_utils
+# import *`` hands suites every public name, ``mx`` and ``np`` included, and
+# suites rely on that.
 
 # The name tolerance tables use for bfloat16, which numpy has no dtype for
 # (an oxnet bfloat16 array reports its dtype as this string).
@@ -773,3 +773,28 @@ from ._symbolic_checks import (  # noqa: E402  pylint: disable=wrong-import-posi
     check_symbolic_forward,
     simple_forward,
 )
+
+# Statistical checks of random generators, and checks of optimizers,
+# symbols and Gluon blocks (their own modules, MXNet's names).
+from ._distribution_checks import (  # noqa: E402,F401  pylint: disable=wrong-import-position
+    chi_square_check,
+    gen_buckets_probs_with_ppf,
+    mean_check,
+    var_check,
+    verify_generator,
+)
+from ._model_checks import (  # noqa: E402,F401  pylint: disable=wrong-import-position
+    check_gluon_hybridize_consistency,
+    check_speed,
+    compare_optimizer,
+    create_sparse_array,
+    create_sparse_array_zd,
+    download,
+    rand_sparse_ndarray,
+    same_symbol_structure,
+)
+
+
+def get_cuda_compute_capability(ctx):
+    """The CUDA compute capability of ``ctx``'s GPU; this build has no GPU backend."""
+    raise MXNetError(f"{ctx}: this build of oxnet has no GPU backend")

@@ -13,6 +13,7 @@ mod custom;
 mod dlpack;
 mod dtype;
 mod errors;
+mod features;
 mod indexing;
 mod init;
 mod invoke;
@@ -33,6 +34,7 @@ fn _oxnet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(invoke::op_handle, m)?)?;
     m.add_function(wrap_pyfunction!(invoke::invoke, m)?)?;
     m.add_function(wrap_pyfunction!(invoke::list_ops, m)?)?;
+    m.add_function(wrap_pyfunction!(features::runtime_features, m)?)?;
     m.add_function(wrap_pyfunction!(create::array, m)?)?;
     m.add_function(wrap_pyfunction!(create::full, m)?)?;
     m.add_function(wrap_pyfunction!(create::empty, m)?)?;

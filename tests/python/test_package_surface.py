@@ -1,0 +1,90 @@
+"""The parts of MXNet 1.x's package surface that user code imports:
+``mx.base``, ``mx.util``, ``mx.runtime``, ``mx.engine`` and the statistical
+checks of ``mx.test_utils``."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import oxnet as mx
+from oxnet import test_utils as tu
+
+
+def test_base_names_and_the_missing_c_library():
+    assert mx.base.py_str(b"caf\xc3\xa9") == "café"
+    assert mx.base._as_list(3) == [3] and mx.base._as_list((1, 2)) == (1, 2)
+    assert isinstance(np.float64(1), mx.base.numeric_types) and isinstance(np.int8(1), mx.base.integer_types)
+    assert mx.base.mx_real_t is np.float32
+    err = mx.base.NotImplementedForSymbol(np.sum, "+", 1.0)
+    assert isinstance(err, mx.MXNetError)
+    assert str(err) == ('Function sum (namely operator "+") with arguments (<class \'float\'>) '
+                        "is not implemented for Symbol and only available in NDArray.")
+    with pytest.raises(mx.MXNetError, match="MXNDArrayFromDLPack: oxnet has no C API library"):
+        mx.base.check_call(mx.base._LIB.MXNDArrayFromDLPack(None))
+
+
+def test_np_shape_flag_is_per_thread_and_scoped():
+    assert not mx.is_np_shape()
+    with mx.np_shape(True):
+        assert mx.is_np_shape()
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(mx.is_np_shape()))
+        t.start()
+        t.join()
+        assert seen == [False]
+    assert not mx.is_np_shape()
+
+    @mx.use_np_shape
+    def inside():
+        return mx.is_np_shape()
+
+    assert inside() and not mx.is_np_shape()
+    with mx.np_array(True):
+        with pytest.raises(ValueError, match="NumPy array semantics is still active"):
+            mx.set_np_shape(False)
+    mx.util.set_np()
+    assert mx.is_np_shape() and mx.is_np_array()
+    mx.util.reset_np()
+    assert not mx.is_np_shape() and not mx.is_np_array()
+
+
+def test_runtime_features_name_this_build():
+    features = mx.runtime.Features()
+    assert features is mx.runtime.Features()
+    assert list(features)[:5] == ["CUDA", "CUDNN", "NCCL", "CUDA_RTC", "TENSORRT"]
+    assert not features.is_enabled("cuda") and features.is_enabled("INT64_TENSOR_SIZE")
+    assert repr(features["CUDA"]) == "✖ CUDA"
+    with pytest.raises(RuntimeError, match="unknown"):
+        features.is_enabled("QUANTUM")
+
+
+def test_engine_bulk_remembers_and_restores_the_size():
+    before = mx.engine.set_bulk_size(7)
+    with mx.engine.bulk(30):
+        assert mx.engine.set_bulk_size(30) == 30
+    assert mx.engine.set_bulk_size(before) == 7
+
+
+def test_distribution_checks_accept_the_right_distribution_and_reject_a_wrong_one():
+    from scipy import stats
+
+    np.random.seed(5)
+    buckets, probs = tu.gen_buckets_probs_with_ppf(lambda q: stats.norm.ppf(q, 0, 1), 5)
+    assert len(buckets) == 5 and buckets[0][0] == -np.inf and buckets[-1][1] == np.inf
+    normal = lambda n: np.random.normal(0, 1, size=n)  # noqa: E731
+    pvalues = tu.verify_generator(normal, buckets, probs, nsamples=20000, nrepeat=3)
+    assert len(pvalues) == 3
+    shifted = lambda n: np.random.normal(0.3, 1, size=n)  # noqa: E731
+    with pytest.raises(AssertionError, match="Generator test fails"):
+        tu.verify_generator(shifted, buckets, probs, nsamples=20000, nrepeat=3)
+    # discrete buckets: the values themselves
+    p, observed, _ = tu.chi_square_check(lambda n: np.random.randint(0, 3, size=n), [0, 1, 2], [1 / 3] * 3, 30000)
+    assert observed.sum() == 30000 and p > 1e-4
+    assert tu.mean_check(normal, 0, 1, nsamples=20000) and not tu.mean_check(shifted, 0, 1, nsamples=20000)
+    assert tu.var_check(normal, 1, nsamples=20000) and not tu.var_check(lambda n: 2 * normal(n), 1, 20000)
+
+
+def test_sparse_makers_say_there_is_no_sparse_storage():
+    with pytest.raises(mx.MXNetError, match="no sparse storage"):
+        tu.rand_sparse_ndarray((3, 3), "csr")
