@@ -10,7 +10,7 @@ The keys MXNet keeps hidden (``ctx_group``, ``lr_mult``, ``wd_mult``,
 ``__key__``, as MXNet stores them, and read back under either name.
 """
 
-from .base import ThreadScope
+from .base import ScopedClassMeta, ThreadScope
 
 __all__ = ["AttrScope", "HIDDEN_KEYS", "stored_key"]
 
@@ -22,7 +22,7 @@ def stored_key(key):
     return f"__{key}__" if key in HIDDEN_KEYS else key
 
 
-class AttrScope:
+class AttrScope(metaclass=ScopedClassMeta):
     """Attributes for the symbols created in its ``with`` block; scopes nest."""
 
     def __init__(self, **kwargs):

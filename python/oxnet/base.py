@@ -22,7 +22,7 @@ __all__ = [
     "MXNetError", "NotImplementedForSymbol", "NotSupportedForSparseNDArray", "ThreadScope",
     "string_types", "numeric_types", "integer_types", "py_str", "data_dir", "data_dir_default",
     "mx_real_t", "mx_uint", "mx_int", "mx_float", "c_str", "c_str_array", "c_array", "c_array_buf",
-    "NDArrayHandle", "SymbolHandle", "check_call", "classproperty",
+    "NDArrayHandle", "SymbolHandle", "check_call", "classproperty", "ScopedClassMeta",
 ]
 
 string_types = (str,)
@@ -115,13 +115,20 @@ class NotSupportedForSparseNDArray(_OnlyForNDArray):
 
 
 class classproperty:
-    """A read-only property of the class itself."""
+    """A property of the class itself; with a setter, class-level
+    assignment (``Cls.name = value``) calls it when the class's metaclass is
+    :class:`ScopedClassMeta`."""
 
-    def __init__(self, func):
-        self.func = func
+    def __init__(self, fget, fset=None):
+        self.fget = fget
+        self.fset = fset
 
     def __get__(self, obj, owner):
-        return self.func(owner)
+        return self.fget(owner)
+
+    def setter(self, fset):
+        """Returns this property with ``fset`` as its setter."""
+        return classproperty(self.fget, fset)
 
 
 class _NoCLibrary:
@@ -173,3 +180,27 @@ class ThreadScope:
     def exit(self, previous):
         """Makes ``previous`` current again."""
         self._local.value = previous
+
+    set = exit
+
+
+class ScopedClassMeta(type):
+    """Metaclass of classes with per-thread class attributes: assigning a
+    :class:`ThreadScope` attribute or a :class:`classproperty` with a setter
+    at class level (``AttrScope.current = AttrScope(x='1')``,
+    ``Context.default_ctx = cpu(1)``) sets this thread's value instead of
+    replacing the attribute, as in MXNet."""
+
+    def __setattr__(cls, name, value):
+        for klass in cls.__mro__:
+            attr = klass.__dict__.get(name)
+            if attr is None:
+                continue
+            if isinstance(attr, ThreadScope):
+                attr.set(value)
+                return
+            if isinstance(attr, classproperty) and attr.fset is not None:
+                attr.fset(cls, value)
+                return
+            break
+        super().__setattr__(name, value)

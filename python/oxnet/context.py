@@ -1,20 +1,26 @@
-"""Devices: ``Context``, ``cpu()`` and ``gpu()`` (the reference's names)."""
+"""Devices: ``Context``, ``cpu()`` and ``gpu()`` (the reference's names).
+
+A ``Context`` names a device; this build of oxnet has no GPU backend, so
+``gpu(i)`` makes a context as in MXNet, and creating an array on it raises
+an error that says so.
+"""
 
 import threading
 
-from .base import MXNetError
+from .base import ScopedClassMeta, classproperty
 
 __all__ = ["Context", "cpu", "gpu", "current_context", "num_gpus"]
 
 
-class Context:
+class Context(metaclass=ScopedClassMeta):
     """A device on which arrays live and operators run.
 
     ``Context('cpu')`` or ``Context('gpu', 0)``; usable as a ``with`` block
-    to set the default device of this thread.
+    to set the default device of this thread, which ``Context.default_ctx``
+    reads and (assigned at class level) sets.
     """
 
-    _default = threading.local()
+    _default_ctx = threading.local()
     devtype2str = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
     devstr2type = {v: k for k, v in devtype2str.items()}
 
@@ -47,13 +53,22 @@ class Context:
 
     __str__ = __repr__
 
+    @classproperty
+    def default_ctx(cls):  # pylint: disable=no-self-argument
+        """This thread's default context (``cpu(0)`` unless set)."""
+        return current_context()
+
+    @default_ctx.setter
+    def default_ctx(cls, ctx):  # pylint: disable=no-self-argument
+        Context._default_ctx.value = ctx
+
     def __enter__(self):
         self._old = current_context()
-        Context._default.value = self
+        Context._default_ctx.value = self
         return self
 
     def __exit__(self, *exc):
-        Context._default.value = self._old
+        Context._default_ctx.value = self._old
         return False
 
 
@@ -63,10 +78,9 @@ def cpu(device_id=0):
 
 
 def gpu(device_id=0):
-    """A GPU context. This build of oxnet has no GPU backend, so this raises."""
-    raise MXNetError(
-        f"gpu({device_id}) is not available: this build of oxnet has no GPU backend (use mx.cpu())"
-    )
+    """A GPU context. This build of oxnet has no GPU backend: creating an
+    array on it raises (``num_gpus()`` is 0)."""
+    return Context("gpu", device_id)
 
 
 def num_gpus():
@@ -76,4 +90,4 @@ def num_gpus():
 
 def current_context():
     """The default context of this thread (``cpu(0)`` unless a ``with`` block set one)."""
-    return getattr(Context._default, "value", None) or Context("cpu", 0)
+    return getattr(Context._default_ctx, "value", None) or Context("cpu", 0)

@@ -93,10 +93,16 @@ class Executor:
         self._h.copy_params_from(dict(arg_params), dict(aux_params or {}), bool(allow_extra_params))
 
     def reshape(self, partial_shaping=False, allow_up_sizing=False, **kwargs):
-        """A new executor for new input shapes, sharing the arrays whose shape stays."""
-        del allow_up_sizing
+        """A new executor for new input shapes (``name=shape`` keywords).
+
+        Arrays whose shape stays are shared; one that shrinks becomes a view
+        of the start of the old one, one that grows gets new memory (only
+        with ``allow_up_sizing``). Arguments not named may change shape only
+        with ``partial_shaping``. The new executor reuses this one's working
+        memory where it fits, as in MXNet."""
         shapes = {k: [int(d) for d in v] for k, v in kwargs.items()}
-        return Executor(self._h.reshape(shapes, bool(partial_shaping)), self._ctx, self._symbol)
+        return Executor(self._h.reshape(shapes, bool(partial_shaping), bool(allow_up_sizing)), self._ctx,
+                        self._symbol)
 
     def set_monitor_callback(self, callback, monitor_all=False):
         """Calls ``callback(name, array)`` with every operator output during forward."""

@@ -6,12 +6,12 @@ prefix to every name made inside its ``with`` block::
         fc = mx.sym.FullyConnected(data, num_hidden=10)   # mynet_fullyconnected0
 """
 
-from .base import ThreadScope
+from .base import ScopedClassMeta, ThreadScope
 
 __all__ = ["NameManager", "Prefix"]
 
 
-class NameManager:
+class NameManager(metaclass=ScopedClassMeta):
     """Makes unique names from hints; the current manager of this thread is
     ``NameManager.current`` and a ``with`` block makes another current."""
 

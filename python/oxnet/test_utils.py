@@ -97,7 +97,7 @@ def set_default_context(ctx):
     ``mx.current_context()`` then report it."""
     if not isinstance(ctx, Context):
         raise TypeError(f"set_default_context needs an mx.Context such as mx.cpu(), got {ctx!r}")
-    Context._default.value = ctx  # pylint: disable=protected-access
+    Context._default_ctx.value = ctx  # pylint: disable=protected-access
 
 
 def default_dtype():

@@ -353,7 +353,7 @@ def test_bind_with_given_arrays_and_errors():
     np.testing.assert_allclose(exe.outputs[0].asnumpy(), np.full((2, 4), 3.0))
     exe = y.bind(mx.cpu(), [xv, wv])
     assert exe.grad_arrays == [None, None]
-    with pytest.raises(mx.MXNetError, match="backward needs a forward"):
+    with pytest.raises(mx.MXNetError, match="backward needs a forward pass first"):
         exe.backward()
     with pytest.raises(mx.MXNetError, match="no array for 'w'"):
         y.bind(mx.cpu(), {"x": xv})
@@ -374,11 +374,18 @@ def test_forward_keywords_reshape_monitor_and_eval():
     out = exe.forward(data=mx.nd.ones((2, 4)))[0]
     np.testing.assert_allclose(out.asnumpy(), np.full((2, 3), 1 / 3), rtol=1e-6)
     assert seen == [("fc1_output", (2, 5)), ("act_output", (2, 5)), ("fc2_output", (2, 3)), ("out_output", (2, 3))]
-    bigger = exe.reshape(data=(6, 4))
+    with pytest.raises(mx.MXNetError, match="allow_up_sizing"):
+        exe.reshape(data=(6, 4))
+    bigger = exe.reshape(allow_up_sizing=True, data=(6, 4))
     assert bigger.arg_dict["data"].shape == (6, 4)
     bigger.arg_dict["fc2_bias"][:] = 1.0  # shared with the first executor
     assert exe.arg_dict["fc2_bias"].asnumpy().tolist() == [1.0, 1.0, 1.0]
     assert bigger.forward()[0].shape == (6, 3)
+    # down-sizing: the new data array is a view of the start of the old one
+    smaller = exe.reshape(data=(1, 4))
+    smaller.arg_dict["data"][:] = 7.0
+    assert exe.arg_dict["data"].asnumpy()[0].tolist() == [7.0] * 4
+    assert exe.arg_dict["data"].asnumpy()[1].tolist() == [1.0] * 4
     with pytest.raises(mx.MXNetError, match="unknown argument 'nope'"):
         exe.forward(nope=mx.nd.ones((1,)))
     s = mx.sym.var("a") * 3.0

@@ -229,7 +229,6 @@ fn cached_op_def(
             let state = ctx.state.and_then(|s| s.downcast_ref::<CallState>());
             match state {
                 Some(st) if autograd::is_recording() => {
-                    exe.allow_backward();
                     *st.exe.lock().unwrap_or_else(|e| e.into_inner()) = Some((sig, exe));
                 }
                 _ => give_back(&pools_f, sig, exe),

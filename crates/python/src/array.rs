@@ -295,11 +295,17 @@ impl PyNDArray {
     #[pyo3(signature = (grad_req="write", stype=None))]
     fn attach_grad(&self, grad_req: &str, stype: Option<&str>) -> PyResult<()> {
         if let Some(s) = stype {
-            if s != "default" {
-                return Err(MXNetError::new_err(format!("oxnet has dense arrays only, not stype `{s}`")));
-            }
+            check_dense("attach_grad", s)?;
         }
         self.inner.attach_grad(crate::autograd::parse_req(grad_req)?).py()
+    }
+
+    /// The array in storage type `stype` (MXNet's `tostype`): `'default'`
+    /// gives a copy (recorded by autograd, as MXNet's `cast_storage`);
+    /// oxnet has no sparse storage types.
+    fn tostype<'py>(&self, py: Python<'py>, stype: &str) -> PyResult<Bound<'py, PyNDArray>> {
+        check_dense("tostype", stype)?;
+        self.copy(py)
     }
 
     /// The gradient buffer (None until `attach_grad`).
@@ -516,5 +522,19 @@ impl PyNDArray {
         Err(pyo3::exceptions::PyAttributeError::new_err(format!(
             "'NDArray' object has no attribute '{name}'"
         )))
+    }
+}
+
+/// Errors unless `stype` is `default`: oxnet arrays are dense only.
+fn check_dense(what: &str, stype: &str) -> PyResult<()> {
+    match stype {
+        "default" => Ok(()),
+        "csr" | "row_sparse" => Err(MXNetError::new_err(format!(
+            "{what}: storage type `{stype}` is not supported: oxnet has no sparse storage types, only dense \
+             arrays (stype='default')"
+        ))),
+        other => Err(MXNetError::new_err(format!(
+            "{what}: unknown storage type `{other}` (MXNet's are default, csr and row_sparse; oxnet has default)"
+        ))),
     }
 }

@@ -285,8 +285,9 @@ impl ExecutorHandle {
         &self,
         shapes: HashMap<String, Vec<usize>>,
         partial_shaping: bool,
+        allow_up_sizing: bool,
     ) -> PyResult<ExecutorHandle> {
-        let exe = self.lock().reshape(&shapes, partial_shaping).py()?;
+        let exe = self.lock().reshape(&shapes, partial_shaping, allow_up_sizing).py()?;
         Ok(ExecutorHandle { inner: Mutex::new(exe) })
     }
 

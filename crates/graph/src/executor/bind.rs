@@ -7,6 +7,7 @@ use crate::gradient::gradient;
 use crate::infer::{infer_complete, infer_dtypes, infer_shapes, is_complete};
 use crate::plan::plan_memory;
 use crate::symbol::{shape_string, Symbol};
+use oxnet_core::shape::numel;
 use oxnet_core::{DType, Device, Error, NDArray, Req, Result};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -92,7 +93,7 @@ impl Executor {
         reqs: Vec<Req>,
         aux: Vec<NDArray>,
     ) -> Result<Executor> {
-        Self::build(sym, device, args, grads, reqs, aux, true)
+        Self::build(sym, device, args, grads, reqs, aux, true, &[])
     }
 
     /// An executor whose gradients are only read through
@@ -106,9 +107,13 @@ impl Executor {
         aux: Vec<NDArray>,
     ) -> Result<Executor> {
         let grads = vec![None; args.len()];
-        Self::build(sym, device, args, grads, reqs, aux, false)
+        Self::build(sym, device, args, grads, reqs, aux, false, &[])
     }
 
+    /// Builds an executor; its planned memory blocks reuse `shared_blocks`
+    /// (an executor it is reshaped from) block by block where they hold
+    /// enough bytes, as MXNet's shared memory pool does.
+    #[allow(clippy::too_many_arguments)]
     fn build(
         sym: &Symbol,
         device: Device,
@@ -117,6 +122,7 @@ impl Executor {
         reqs: Vec<Req>,
         aux: Vec<NDArray>,
         grads_bound: bool,
+        shared_blocks: &[NDArray],
     ) -> Result<Executor> {
         let graph = sym.indexed()?;
         let arg_ids = graph.arguments();
@@ -274,7 +280,11 @@ impl Executor {
         let blocks = plan
             .block_bytes
             .iter()
-            .map(|&b| NDArray::zeros(&[b.max(1)], DType::U8, device))
+            .enumerate()
+            .map(|(i, &b)| match shared_blocks.get(i) {
+                Some(old) if old.size() >= b => Ok(old.clone()),
+                _ => NDArray::zeros(&[b.max(1)], DType::U8, device),
+            })
             .collect::<Result<Vec<_>>>()?;
         let mut buffers: Vec<Option<NDArray>> = vec![None; graph.num_entries()];
         for (e, b) in plan.block_of.iter().enumerate() {
@@ -304,11 +314,12 @@ impl Executor {
             grad_entries,
             head_grad_buffers,
             plan,
+            blocks,
             steps: Vec::new(),
             var_uses: Vec::new(),
             outputs: Vec::new(),
             monitor: None,
-            trained: false,
+            forwarded: false,
             redirectable: Vec::new(),
             redirected: Vec::new(),
         };
@@ -353,22 +364,34 @@ impl Executor {
         Ok(())
     }
 
-    /// A new executor for new input shapes. Arrays whose shape does not
-    /// change are shared with this one; the others are new (zeroed). An
-    /// argument not named in `shapes` that must change shape is an error
-    /// unless `partial_shaping`.
-    pub fn reshape(&self, shapes: &HashMap<String, Vec<usize>>, partial_shaping: bool) -> Result<Executor> {
+    /// A new executor for new input shapes (MXNet's `Executor.reshape`).
+    ///
+    /// Arrays whose shape stays are shared with this executor. An array
+    /// that shrinks becomes a view of the start of the old one (writing
+    /// either writes both); one that grows gets new memory, which needs
+    /// `allow_up_sizing`. An argument not named in `shapes` may change
+    /// shape only with `partial_shaping`. The new executor's working
+    /// memory reuses this one's where it fits, so the two must not run at
+    /// once.
+    pub fn reshape(
+        &self,
+        shapes: &HashMap<String, Vec<usize>>,
+        partial_shaping: bool,
+        allow_up_sizing: bool,
+    ) -> Result<Executor> {
         let entry_shapes = infer_shapes(&self.graph, shapes)?;
         let arg_ids = self.graph.arguments();
         let aux_ids = self.graph.aux_states();
-        let renew = |n: usize, old: &NDArray| -> Result<Option<NDArray>> {
+        // the array of node `n` in the new shape: `old` itself, a view of
+        // its start, or new memory
+        let renew = |n: usize, old: &NDArray| -> Result<NDArray> {
             let name = &self.graph.nodes[n].name;
             let e = self.graph.entry(n, 0);
             let new = entry_shapes[e].clone().filter(|_| is_complete(&entry_shapes[e])).ok_or_else(|| {
                 Error::Shape(format!("reshape: the new shape of `{name}` cannot be inferred"))
             })?;
             if new == old.shape() {
-                return Ok(None);
+                return Ok(old.clone());
             }
             if !partial_shaping && !shapes.contains_key(name) {
                 return Err(Error::Shape(format!(
@@ -377,31 +400,37 @@ impl Executor {
                     shape_string(&new)
                 )));
             }
-            Ok(Some(NDArray::zeros(&new, old.dtype(), self.device)?))
+            if numel(&new) > old.size() {
+                if !allow_up_sizing {
+                    return Err(Error::Shape(format!(
+                        "reshape: `{name}` would grow from {} to {}; making a big executor and then down-sizing \
+                         it is more efficient than the reverse; pass allow_up_sizing=True to allocate new arrays",
+                        shape_string(old.shape()),
+                        shape_string(&new)
+                    )));
+                }
+                return NDArray::zeros(&new, old.dtype(), self.device);
+            }
+            old.contiguous()?
+                .reshape_to(&[old.size()])?
+                .slice_axis(0, 0, Some(numel(&new) as i64))?
+                .reshape_to(&new)
         };
         let mut args = Vec::new();
         let mut grads = Vec::new();
         for (i, &n) in arg_ids.iter().enumerate() {
-            match renew(n, &self.args[i])? {
-                None => {
-                    args.push(self.args[i].clone());
-                    grads.push(self.grads[i].clone());
-                }
-                Some(a) => {
-                    grads.push(match &self.grads[i] {
-                        Some(_) => Some(NDArray::zeros_like(&a)?),
-                        None => None,
-                    });
-                    args.push(a);
-                }
-            }
+            let arg = renew(n, &self.args[i])?;
+            grads.push(match &self.grads[i] {
+                Some(g) if arg.same_handle(&self.args[i]) => Some(g.clone()),
+                Some(g) if arg.shares_storage(&self.args[i]) => Some(renew(n, g)?),
+                Some(_) => Some(NDArray::zeros_like(&arg)?),
+                None => None,
+            });
+            args.push(arg);
         }
-        let aux = aux_ids
-            .iter()
-            .enumerate()
-            .map(|(i, &n)| Ok(renew(n, &self.aux[i])?.unwrap_or_else(|| self.aux[i].clone())))
-            .collect::<Result<Vec<_>>>()?;
-        Executor::new(&self.symbol, self.device, args, grads, self.reqs.clone(), aux)
+        let aux =
+            aux_ids.iter().enumerate().map(|(i, &n)| renew(n, &self.aux[i])).collect::<Result<Vec<_>>>()?;
+        Self::build(&self.symbol, self.device, args, grads, self.reqs.clone(), aux, true, &self.blocks)
     }
 }
 

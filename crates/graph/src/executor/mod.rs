@@ -61,6 +61,9 @@ pub struct Executor {
     /// Buffers for the gradients flowing into each forward head.
     head_grad_buffers: Vec<NDArray>,
     plan: MemoryPlan,
+    /// The memory blocks the plan carves buffers from (byte arrays); a
+    /// reshaped executor reuses them where they are large enough.
+    blocks: Vec<NDArray>,
     /// The operator nodes resolved for running: forward ones first.
     steps: Vec<Step>,
     /// Where steps read a variable: (variable node, step, input slot), so
@@ -68,7 +71,7 @@ pub struct Executor {
     var_uses: Vec<(usize, usize, usize)>,
     outputs: Vec<NDArray>,
     monitor: Option<MonitorFn>,
-    trained: bool,
+    forwarded: bool,
     /// Per argument: whether its gradient could be written straight into
     /// an array of the caller's (see [`redirect_gradients`](Self::redirect_gradients)):
     /// a `write` request, an entry one backward step overwrites whole (not
@@ -216,18 +219,13 @@ impl Executor {
         let _mode = autograd::pause();
         let _train = if is_train { autograd::train_mode() } else { autograd::predict_mode() };
         self.run_steps(false)?;
-        self.trained = is_train;
+        self.forwarded = true;
         Ok(&self.outputs)
     }
 
-    /// Allows [`backward`](Self::backward) after a forward pass in predict
-    /// mode: a cached graph recorded under `autograd.record(train_mode=False)`
-    /// is differentiable, as in MXNet.
-    pub(crate) fn allow_backward(&mut self) {
-        self.trained = true;
-    }
-
-    /// Runs the backward part after a `forward(is_train=true)`: the gradient
+    /// Runs the backward part after a forward pass (in either mode, as in
+    /// MXNet: after a predict-mode forward, Dropout's mask is all ones and
+    /// its gradient passes through): the gradient
     /// flowing into each output is `out_grads[i]` (ones where none is
     /// given), and each argument's gradient is stored under its request
     /// (a `write` gradient that a single backward step overwrites whole, and
@@ -268,8 +266,8 @@ impl Executor {
         &mut self,
         out_grads: &[Option<NDArray>],
     ) -> Result<Option<Vec<Option<NDArray>>>> {
-        if !self.trained {
-            return Err(Error::Autograd("backward needs a forward(is_train=True) first".into()));
+        if !self.forwarded {
+            return Err(Error::Autograd("backward needs a forward pass first".into()));
         }
         if self.backward_steps.is_empty() && self.grad_entries.iter().all(Option::is_none) {
             return Ok(None); // every grad_req is null
