@@ -12,12 +12,14 @@ oxnet, and which of them fail. With `--ratchet FILE` (CI passes the list
 kept in `tests/mxnet_fidelity/passing.txt`), it exits 1 when a test on that
 list fails now; `--record` rewrites the list from this run.
 
-Run it with the Python that has oxnet installed (the project's `.venv`,
-after `maturin develop`), which also needs pytest, pytest-timeout, nose and
-scipy (all in requirements-dev.txt):
+Run it with a Python that has oxnet installed and what the test files
+import: `scripts/test.sh` makes `.venv-mxtests` for this (the packages of
+requirements-mxnet-tests.txt: numpy<1.24 and scipy<1.11, as MXNet's
+outcomes were recorded with, pytest, pytest-timeout, nose; oxnet put in
+with `maturin develop`):
 
-    .venv/bin/python scripts/mxnet_tests.py
-    .venv/bin/python scripts/mxnet_tests.py --files test_autograd --failures
+    .venv-mxtests/bin/python scripts/mxnet_tests.py
+    .venv-mxtests/bin/python scripts/mxnet_tests.py --files test_autograd --failures
 """
 import argparse
 import concurrent.futures
@@ -100,8 +102,8 @@ def check_tools(python):
          "if u.find_spec(m) is None))"],
         capture_output=True, text=True).stdout.split()
     if missing:
-        sys.exit(f"{python} lacks {', '.join(missing)}: install requirements-dev.txt and the oxnet package "
-                 "(bash scripts/test.sh does both)")
+        sys.exit(f"{python} lacks {', '.join(missing)}: install requirements-mxnet-tests.txt and the oxnet "
+                 "package (bash scripts/test.sh makes .venv-mxtests with both)")
 
 
 def main():

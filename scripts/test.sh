@@ -45,7 +45,18 @@ if [ "$status" -eq 5 ]; then
 fi
 
 # MXNet 1.9.1's own unit tests, run from ../shared/mxnet-tests (never copied
-# here), as a ratchet: a test that passed at the last recorded run must still
-# pass. Without that folder the script says it skips.
-.venv/bin/python scripts/mxnet_tests.py --ratchet tests/mxnet_fidelity/passing.txt || status=1
+# here) as a ratchet: a test that passed at the last recorded run must still
+# pass. They run in their own venv with the numpy and scipy MXNet's outcomes
+# were recorded with (numpy<1.24), oxnet installed into it. Without that
+# folder the script says it skips.
+if [ -d ../shared/mxnet-tests ] || [ -n "${OXNET_MXNET_TESTS:-}" ]; then
+    if [ ! -x .venv-mxtests/bin/python ]; then
+        python3 -m venv .venv-mxtests
+    fi
+    .venv-mxtests/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-mxnet-tests.txt
+    VIRTUAL_ENV="$PWD/.venv-mxtests" .venv/bin/maturin develop --quiet
+    .venv-mxtests/bin/python scripts/mxnet_tests.py --ratchet tests/mxnet_fidelity/passing.txt || status=1
+else
+    .venv/bin/python scripts/mxnet_tests.py  # says it skips
+fi
 exit "$status"
