@@ -283,12 +283,41 @@ impl PyNDArray {
                 return Err(PyTypeError::new_err("reshape takes the shape either positionally or as shape="))
             }
         };
-        let out = if autograd::is_recording() {
-            invoke1("reshape", &[&self.inner], &[("shape", AttrValue::Ints(spec))]).py()?
-        } else {
-            self.inner.reshape(&spec).py()?
+        let reverse = match kwargs.and_then(|k| k.get_item("reverse").ok().flatten()) {
+            Some(r) => r.is_truthy()?,
+            None => false,
         };
-        wrap(py, out)
+        let attrs = [("shape", AttrValue::Ints(spec)), ("reverse", AttrValue::Bool(reverse))];
+        // MXNet raises ValueError for a shape the array cannot take
+        self.view_as_op(py, "reshape", &attrs).map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// Inserts an axis of size 1 at `axis`; with `inplace`, as a view of
+    /// this array's memory (MXNet's NDArray method).
+    #[pyo3(signature = (axis, inplace=false))]
+    fn expand_dims<'py>(&self, py: Python<'py>, axis: i64, inplace: bool) -> PyResult<Bound<'py, PyNDArray>> {
+        self.op_or_view(py, "expand_dims", &[("axis", AttrValue::Int(axis))], inplace)
+    }
+
+    /// Flattens to two dimensions; with `inplace`, as a view.
+    #[pyo3(signature = (inplace=false))]
+    fn flatten<'py>(&self, py: Python<'py>, inplace: bool) -> PyResult<Bound<'py, PyNDArray>> {
+        self.op_or_view(py, "flatten", &[], inplace)
+    }
+
+    /// Removes axes of size 1 (all, or those in `axis`); with `inplace`, as a view.
+    #[pyo3(signature = (axis=None, inplace=false))]
+    fn squeeze<'py>(
+        &self,
+        py: Python<'py>,
+        axis: Option<&Bound<'py, PyAny>>,
+        inplace: bool,
+    ) -> PyResult<Bound<'py, PyNDArray>> {
+        let axis = match axis {
+            None => AttrValue::None,
+            Some(a) => crate::invoke::attr_value(a)?,
+        };
+        self.op_or_view(py, "squeeze", &[("axis", axis)], inplace)
     }
 
     /// Attaches a gradient buffer (`grad_req` 'write', 'add' or 'null').
@@ -511,6 +540,40 @@ impl PyNDArray {
         wrap(py, invoke1("abs", &[&self.inner], &[]).py()?)
     }
 
+    /// MXNet's pickled state: `{'handle': bytearray}`, the array as one
+    /// record of MXNet's binary format (`NDArray.__getstate__`).
+    fn __getstate__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let bytes = py.detach(|| oxnet_nn::io::mxnet_format::array_to_record(&self.inner)).py()?;
+        let state = PyDict::new(py);
+        state.set_item("handle", pyo3::types::PyByteArray::new(py, &bytes))?;
+        Ok(state)
+    }
+
+    /// Loads a pickled state (from [`__getstate__`], or MXNet's) into this
+    /// array. oxnet arrays keep their shape and dtype for life, so the
+    /// state's must equal this array's; pickle itself goes through
+    /// `__reduce__` and makes a new array of any shape.
+    fn __setstate__(&self, state: &Bound<'_, PyDict>) -> PyResult<()> {
+        let loaded = state_array(state)?;
+        if loaded.shape() != self.inner.shape() || loaded.dtype() != self.inner.dtype() {
+            return Err(MXNetError::new_err(format!(
+                "__setstate__: the state holds an array of shape {:?} and dtype {}, this array has {:?} and {}; \
+                 oxnet arrays keep their shape and dtype (unpickle to get a new array)",
+                loaded.shape(),
+                loaded.dtype(),
+                self.inner.shape(),
+                self.inner.dtype()
+            )));
+        }
+        self.inner.assign_from(&loaded).py()
+    }
+
+    /// Pickling: a new array rebuilt from [`__getstate__`]'s record.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyDict>,))> {
+        let rebuild = py.import("oxnet._oxnet")?.getattr("ndarray_from_state")?;
+        Ok((rebuild, (self.__getstate__(py)?,)))
+    }
+
     /// Fluent operator methods: `x.sum(axis=1)` is `nd.sum(x, axis=1)`, for
     /// every registry operator.
     fn __getattr__<'py>(slf: &Bound<'py, Self>, name: &str) -> PyResult<Bound<'py, PyAny>> {
@@ -522,6 +585,45 @@ impl PyNDArray {
         Err(pyo3::exceptions::PyAttributeError::new_err(format!(
             "'NDArray' object has no attribute '{name}'"
         )))
+    }
+}
+
+impl PyNDArray {
+    /// Operator `name` on this array: a new array, or with `inplace` a
+    /// view of this array's memory in the shape the operator infers.
+    fn op_or_view<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        attrs: &[(&str, AttrValue)],
+        inplace: bool,
+    ) -> PyResult<Bound<'py, PyNDArray>> {
+        if inplace {
+            self.view_as_op(py, name, attrs)
+        } else {
+            wrap(py, invoke1(name, &[&self.inner], attrs).py()?)
+        }
+    }
+
+    /// A view of this array in the shape operator `name` infers under
+    /// `attrs` (while autograd records, or for a strided array, the
+    /// operator itself runs, so the call is recorded).
+    fn view_as_op<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        attrs: &[(&str, AttrValue)],
+    ) -> PyResult<Bound<'py, PyNDArray>> {
+        if autograd::is_recording() || !self.inner.is_contiguous() {
+            return wrap(py, invoke1(name, &[&self.inner], attrs).py()?);
+        }
+        let op = oxnet_core::registry::get(name).py()?;
+        let parsed = op.parse_attrs(attrs).map_err(|e| e.in_op(name)).py()?;
+        let shapes = [oxnet_core::Shape::from_slice(self.inner.shape())];
+        let (out, _) = oxnet_core::dispatch::infer_outputs(&op, &parsed, &shapes, &[self.inner.dtype()], 1)
+            .map_err(|e| e.in_op(name))
+            .py()?;
+        wrap(py, self.inner.reshape_to(&out[0]).py()?)
     }
 }
 
@@ -537,4 +639,23 @@ fn check_dense(what: &str, stype: &str) -> PyResult<()> {
             "{what}: unknown storage type `{other}` (MXNet's are default, csr and row_sparse; oxnet has default)"
         ))),
     }
+}
+
+/// The array in a pickled state `{'handle': bytes}`.
+fn state_array(state: &Bound<'_, PyDict>) -> PyResult<NDArray> {
+    let handle = state.get_item("handle")?.ok_or_else(|| {
+        MXNetError::new_err("NDArray state: no 'handle' entry (expected {'handle': bytes})")
+    })?;
+    let bytes: Vec<u8> = handle.extract()?;
+    oxnet_nn::io::mxnet_format::array_from_record(&bytes).py()
+}
+
+/// Rebuilds an array from its pickled state (what `NDArray.__reduce__`
+/// names for pickle).
+#[pyfunction]
+pub fn ndarray_from_state<'py>(
+    py: Python<'py>,
+    state: &Bound<'py, PyDict>,
+) -> PyResult<Bound<'py, PyNDArray>> {
+    wrap(py, state_array(state)?)
 }

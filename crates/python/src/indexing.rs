@@ -197,6 +197,14 @@ pub fn set(a: &NDArray, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyR
         Ok(v) => v.get().inner.clone(),
         Err(_) => crate::create::array_from_any(value, Some(target.dtype()))?,
     };
+    // numpy's rule: a value may carry extra leading dimensions of size 1
+    let extra = src.ndim().saturating_sub(target.ndim());
+    let src = if extra > 0 && src.shape()[..extra].iter().all(|&d| d == 1) {
+        let leading: Vec<i64> = (0..extra as i64).collect();
+        src.squeeze(Some(&leading)).py()?
+    } else {
+        src
+    };
     let src = if src.shape() == target.shape() {
         src
     } else {

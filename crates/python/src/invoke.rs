@@ -61,12 +61,22 @@ pub fn attr_value(obj: &Bound<'_, PyAny>) -> PyResult<AttrValue> {
         return Ok(AttrValue::Raw(s.to_string()));
     }
     if obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyList>() {
-        if let Ok(ints) = obj.extract::<Vec<i64>>() {
+        // integers of any kind (numpy's too, through `__index__`)
+        let ints: PyResult<Vec<i64>> =
+            obj.try_iter()?.map(|item| item?.call_method0("__index__")?.extract()).collect();
+        if let Ok(ints) = ints {
             return Ok(AttrValue::Ints(ints));
         }
     }
     if let Ok(dt) = crate::dtype::from_py(obj) {
         return Ok(AttrValue::DType(dt));
+    }
+    // numpy scalars and arrays: their Python values (`(np.int64(2),)`,
+    // `np.array([3, 4])`, `np.float32(0.5)` read as MXNet reads them)
+    if obj.get_type().module()?.to_string() == "numpy" {
+        if let Ok(plain) = obj.call_method0("tolist") {
+            return attr_value(&plain);
+        }
     }
     // numpy scalars and anything else: their text, parsed by declared kind
     Ok(AttrValue::Raw(obj.str()?.to_string()))

@@ -30,6 +30,7 @@ use pyo3::prelude::*;
 fn _oxnet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MXNetError", m.py().get_type::<errors::MXNetError>())?;
     m.add_class::<array::PyNDArray>()?;
+    m.add_function(wrap_pyfunction!(array::ndarray_from_state, m)?)?;
     m.add_class::<invoke::OpHandle>()?;
     m.add_function(wrap_pyfunction!(invoke::op_handle, m)?)?;
     m.add_function(wrap_pyfunction!(invoke::invoke, m)?)?;

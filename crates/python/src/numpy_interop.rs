@@ -8,7 +8,7 @@ use numpy::prelude::*;
 use numpy::{PyArrayDescr, PyUntypedArray};
 use oxnet_core::{DType, Device, NDArray};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{IntoPyDict, PyDict, PyTuple};
 use std::os::raw::c_int;
 
 /// The engine dtype of a numpy dtype.
@@ -36,14 +36,16 @@ fn dtype_of(descr: &Bound<'_, PyArrayDescr>) -> PyResult<DType> {
 /// converted to `want` if given.
 pub fn from_numpy(arr: &Bound<'_, PyUntypedArray>, want: Option<DType>) -> PyResult<NDArray> {
     let py = arr.py();
-    let np = py.import("numpy")?;
     let dt = dtype_of(&arr.dtype())?;
     let target = want.unwrap_or(dt);
+    // `astype` and `copy` keep a 0-d array 0-d (`ascontiguousarray` would
+    // make it 1-d) and return aligned, C-ordered memory
+    let c_order = [("order", "C")].into_py_dict(py)?;
     let arr = if dt != target {
         let name = dtype::to_numpy_type(py, target)?;
-        np.call_method1("ascontiguousarray", (arr, name))?.cast_into::<PyUntypedArray>()?
+        arr.call_method("astype", (name,), Some(&c_order))?.cast_into::<PyUntypedArray>()?
     } else if !arr.is_c_contiguous() || !arr.is_aligned_native() {
-        np.call_method1("ascontiguousarray", (arr,))?.cast_into::<PyUntypedArray>()?
+        arr.call_method("copy", (), Some(&c_order))?.cast_into::<PyUntypedArray>()?
     } else {
         arr.clone()
     };

@@ -11,12 +11,14 @@ from .. import _oxnet
 from ..base import MXNetError
 from .._oxnet import NDArray
 from . import contrib, random
+from ._helpers import concatenate, eye, from_numpy, linspace, moveaxis, onehot_encode
 from ._ops import keep as _keep_ops, refresh as _refresh_ops
 
 __all__ = [
     "NDArray", "array", "zeros", "ones", "full", "empty", "arange", "waitall",
     "uniform", "normal", "random_uniform", "random_normal", "random", "invoke", "CachedOp",
     "save", "load", "load_frombuffer", "save_safetensors", "load_safetensors",
+    "eye", "linspace", "concatenate", "moveaxis", "onehot_encode", "from_numpy",
 ]
 
 
@@ -37,15 +39,13 @@ def full(shape, val, ctx=None, dtype=None, out=None):
 
 
 def zeros(shape, ctx=None, dtype=None, **kwargs):
-    """An array of zeros (float32 by default)."""
-    del kwargs
-    return _oxnet.full(shape, 0.0, ctx, dtype)
+    """An array of zeros (float32 by default); with ``out=``, fills that array."""
+    return full(shape, 0.0, ctx, dtype, out=kwargs.get("out"))
 
 
 def ones(shape, ctx=None, dtype=None, **kwargs):
-    """An array of ones (float32 by default)."""
-    del kwargs
-    return _oxnet.full(shape, 1.0, ctx, dtype)
+    """An array of ones (float32 by default); with ``out=``, fills that array."""
+    return full(shape, 1.0, ctx, dtype, out=kwargs.get("out"))
 
 
 def empty(shape, ctx=None, dtype=None):
@@ -73,6 +73,7 @@ normal = random.normal
 random_uniform = random.uniform
 random_normal = random.normal
 
+_keep_ops(["eye", "linspace", "concatenate", "moveaxis", "onehot_encode", "from_numpy"])
 _refresh_ops(globals())
 
 

@@ -78,27 +78,14 @@ pub fn write<W: Write + ?Sized>(w: &mut W, list: &ParamList) -> Result<()> {
         a.check_has_values().map_err(|e| in_array(i, list, e))?;
         a.device().ensure_available().map_err(|e| in_array(i, list, e))?;
     }
-    let np_shape = arrays.iter().any(|a| a.ndim() == 0 || a.shape().contains(&0));
-    let magic = if np_shape { V3_MAGIC } else { V2_MAGIC };
+    let magic = record_magic(&arrays);
     let io = |e: std::io::Error| Error::Invalid(e.to_string());
 
     w.write_all(&LIST_MAGIC.to_le_bytes()).map_err(io)?;
     w.write_all(&0u64.to_le_bytes()).map_err(io)?;
     w.write_all(&(arrays.len() as u64).to_le_bytes()).map_err(io)?;
     for (i, a) in arrays.iter().enumerate() {
-        let host = HostBytes::new(a).map_err(|e| in_array(i, list, e))?;
-        let mut head = Vec::with_capacity(32 + 8 * a.ndim());
-        head.extend_from_slice(&magic.to_le_bytes());
-        head.extend_from_slice(&0i32.to_le_bytes()); // dense storage
-        head.extend_from_slice(&(a.ndim() as i32).to_le_bytes());
-        for &d in a.shape() {
-            head.extend_from_slice(&(d as i64).to_le_bytes());
-        }
-        head.extend_from_slice(&DEV_CPU.to_le_bytes());
-        head.extend_from_slice(&0i32.to_le_bytes());
-        head.extend_from_slice(&(a.dtype() as i32).to_le_bytes());
-        w.write_all(&head).map_err(io)?;
-        w.write_all(&host.bytes()).map_err(io)?;
+        write_record(w, a, magic).map_err(|e| in_array(i, list, e))?;
     }
     let names = list.names().unwrap_or_default();
     w.write_all(&(names.len() as u64).to_le_bytes()).map_err(io)?;
@@ -107,6 +94,51 @@ pub fn write<W: Write + ?Sized>(w: &mut W, list: &ParamList) -> Result<()> {
         w.write_all(name.as_bytes()).map_err(io)?;
     }
     Ok(())
+}
+
+/// The record version for these arrays: V3 when one is 0-d or has a zero
+/// extent (V2 cannot hold them), else V2.
+fn record_magic(arrays: &[&NDArray]) -> u32 {
+    if arrays.iter().any(|a| a.ndim() == 0 || a.shape().contains(&0)) {
+        V3_MAGIC
+    } else {
+        V2_MAGIC
+    }
+}
+
+/// Writes one array record (`magic`: V2 or V3), context `cpu(0)`.
+fn write_record<W: Write + ?Sized>(w: &mut W, a: &NDArray, magic: u32) -> Result<()> {
+    let host = HostBytes::new(a)?;
+    let mut head = Vec::with_capacity(32 + 8 * a.ndim());
+    head.extend_from_slice(&magic.to_le_bytes());
+    head.extend_from_slice(&0i32.to_le_bytes()); // dense storage
+    head.extend_from_slice(&(a.ndim() as i32).to_le_bytes());
+    for &d in a.shape() {
+        head.extend_from_slice(&(d as i64).to_le_bytes());
+    }
+    head.extend_from_slice(&DEV_CPU.to_le_bytes());
+    head.extend_from_slice(&0i32.to_le_bytes());
+    head.extend_from_slice(&(a.dtype() as i32).to_le_bytes());
+    let io = |e: std::io::Error| Error::Invalid(e.to_string());
+    w.write_all(&head).map_err(io)?;
+    w.write_all(&host.bytes()).map_err(io)
+}
+
+/// One array as a single record (what MXNet's `NDArray.__getstate__` holds:
+/// `MXNDArraySaveRawBytes`).
+pub fn array_to_record(a: &NDArray) -> Result<Vec<u8>> {
+    a.check_has_values()?;
+    a.device().ensure_available()?;
+    let mut out = Vec::new();
+    write_record(&mut out, a, record_magic(&[a]))?;
+    Ok(out)
+}
+
+/// The array of a single record, of any version oxnet reads (MXNet's
+/// `MXNDArrayLoadFromRawBytes`); a GPU context loads onto the CPU.
+pub fn array_from_record(bytes: &[u8]) -> Result<NDArray> {
+    let mut r = Reader { bytes, pos: 0 };
+    read_array(&mut r).map_err(|msg| Error::Invalid(format!("NDArray record: {msg}")))
 }
 
 /// Names array `i` (and its name) in an error from writing it.

@@ -200,6 +200,7 @@ fn where_grad(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
 pub(super) fn register() {
     registry::register(
         pick_attrs(OpDef::new("pick"))
+            .alias("choose_element_0index")
             .doc(
                 "Picks one element along `axis` for every position of the other axes: \
                  out[..., ...] = data[..., index[...], ...]. `index` has the output's shape and \

@@ -144,7 +144,7 @@ fn slice_attrs(op: OpDef, begin_required: bool) -> OpDef {
 pub(super) fn register() {
     registry::register(
         slice_attrs(
-            OpDef::new("slice").doc(
+            OpDef::new("slice").alias("crop").doc(
                 "Slices the input as numpy does with begin:end:step per axis. Entries may be None (the whole range in the step's direction); negative indices count from the end; axes beyond the tuples are kept whole.",
             ),
             true,
