@@ -88,13 +88,12 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # py
 
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False, train_mode=True):  # pylint: disable=redefined-outer-name
-    """Returns the gradients of ``heads`` with respect to ``variables`` (a
-    list, or one NDArray when ``variables`` is one). With
+    """Returns the gradients of ``heads`` with respect to ``variables``, as
+    a list with one gradient per variable (also when ``variables`` is one
+    NDArray: MXNet 1.x returns a list then too, and code indexes it). With
     ``create_graph=True`` the gradients are recorded, so they can be
     differentiated again."""
-    single = not isinstance(variables, (list, tuple))
-    result = _oxnet.grad(heads, variables, head_grads, retain_graph, create_graph, train_mode)
-    return result[0] if single else result
+    return list(_oxnet.grad(heads, variables, head_grads, retain_graph, create_graph, train_mode))
 
 
 def mark_variables(variables, gradients, grad_reqs="write"):

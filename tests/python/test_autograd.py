@@ -67,7 +67,9 @@ def test_grad_with_create_graph_gives_second_derivative():
     x.attach_grad()
     with autograd.record():
         y = nd.sin(x)
-        dy = autograd.grad(y, x, create_graph=True)
+        grads = autograd.grad(y, x, create_graph=True)
+    assert isinstance(grads, list) and len(grads) == 1  # a list even for one variable, as in MXNet
+    dy = grads[0]
     np.testing.assert_allclose(dy.asnumpy(), np.cos(a))
     dy.backward()
     np.testing.assert_allclose(x.grad.asnumpy(), -np.sin(a))

@@ -3,7 +3,8 @@
 //! `negative, abs, sign, exp, log, log1p, expm1, sqrt, rsqrt, square,
 //! reciprocal, sin, cos, tanh, sigmoid, relu, softrelu, erf, gelu, clip`,
 //! plus `zeros_like`, `ones_like`, `identity` (alias `_copy`) and
-//! `BlockGrad` (alias `stop_gradient`).
+//! `BlockGrad` (alias `stop_gradient`); trigonometric, hyperbolic and
+//! other maths in [`maths`].
 //!
 //! Kernels go through the small framework in [`kernel`]: each operator
 //! states its per-element function ([`funcs`]) and the framework handles
@@ -14,6 +15,9 @@
 
 pub(crate) mod funcs;
 pub(crate) mod kernel;
+mod maths;
+#[cfg(test)]
+mod maths_tests;
 #[cfg(test)]
 mod tests;
 
@@ -166,6 +170,7 @@ fn fused<K: BinaryFn>(
 
 /// Registers this module's operators.
 pub(crate) fn register() {
+    maths::register();
     let reg = |def: OpDef| {
         registry::register(def);
     };
