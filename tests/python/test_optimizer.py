@@ -287,7 +287,10 @@ def test_multi_precision_float16(name):
                                    shared)
     for i, w in enumerate(ws):
         state = updater.states[i]
-        master = state[-1]
+        # MXNet's layouts: SGD keeps (momentum, master), the others (master, (states...))
+        master = state[1] if name == "sgd" else state[0]
+        if name != "sgd":
+            assert isinstance(state[1], tuple) and len(state[1]) == 2
         assert w.dtype == np.float16 and master.dtype == np.float32
         np.testing.assert_allclose(master.asnumpy(), masters[i], rtol=1e-5, atol=1e-6)
         np.testing.assert_array_equal(w.asnumpy(), master.asnumpy().astype(np.float16))

@@ -16,6 +16,7 @@ import numpy
 
 from .. import _oxnet
 from .. import ndarray as nd
+from ..base import MXNetError
 from ..ndarray import NDArray
 
 __all__ = [
@@ -411,22 +412,57 @@ create = Optimizer.create_optimizer  # pylint: disable=invalid-name
 
 
 class _Builtin(Optimizer):
-    """An optimizer whose states and updates the Rust optimizer implements."""
+    """An optimizer whose states and updates the Rust optimizer implements.
+
+    The Rust optimizer keeps a state as a flat list of arrays, with the
+    float32 master copy last under multi-precision; here states take MXNet's
+    shapes: ``None`` or one array (or, for ``_state_tuple`` optimizers, a
+    tuple), and a multi-precision state is the pair ``(master, state)``, or
+    ``(state, master)`` for the ``_master_last`` ones (SGD, NAG, LARS)."""
+
+    _state_tuple = False
+    _master_last = False
+
+    def _is_mp(self, weight):
+        return bool(self.multi_precision) and weight.dtype == numpy.float16
+
+    def _to_mxnet(self, arrays, mp):
+        """MXNet's shape of the Rust state ``arrays``."""
+        inner = arrays[:-1] if mp else arrays
+        if self._state_tuple:
+            state = tuple(inner)
+        else:
+            state = _state_py(inner)
+        if not mp:
+            return state
+        return (state, arrays[-1]) if self._master_last else (arrays[-1], state)
+
+    def _from_mxnet(self, state, mp):
+        """The Rust state (flat list, master copy last) of a state in MXNet's shape."""
+        if not mp:
+            return _state_list(state)
+        if not isinstance(state, (tuple, list)) or len(state) != 2:
+            raise MXNetError(f"{type(self).__name__}: a multi-precision state is the pair "
+                             f"{'(state, master copy)' if self._master_last else '(master copy, state)'}, "
+                             f"got {state!r}")
+        inner, master = (state[0], state[1]) if self._master_last else (state[1], state[0])
+        return _state_list(inner) + [master]
 
     def create_state(self, index, weight):
-        return _state_py(self._core.create_state(index, weight, False))
+        return self._to_mxnet(self._core.create_state(index, weight, False), False)
 
     def create_state_multi_precision(self, index, weight):
         if weight.dtype == numpy.float16 and not self.multi_precision:
             warnings.warn("Accumulating with float16 in optimizer can lead to poor accuracy or slow "
                           "convergence. Consider using multi_precision=True option of the optimizer")
-        return _state_py(self._core.create_state(index, weight, True))
+        return self._to_mxnet(self._core.create_state(index, weight, True), self._is_mp(weight))
 
     def update(self, index, weight, grad, state):
-        self._core.update(index, weight, grad, _state_list(state), False, self._mults([index])[0])
+        self._core.update(index, weight, grad, self._from_mxnet(state, False), False, self._mults([index])[0])
 
     def update_multi_precision(self, index, weight, grad, state):
-        self._core.update(index, weight, grad, _state_list(state), True, self._mults([index])[0])
+        mp = self._is_mp(weight)
+        self._core.update(index, weight, grad, self._from_mxnet(state, mp), True, self._mults([index])[0])
 
 
 def _uses_core(optimizer):
@@ -447,6 +483,7 @@ class SGD(_Builtin):
         state = momentum * state + rescaled_grad
         weight = weight - state
     """
+    _master_last = True
     _core_name = "sgd"
     _own_params = ("momentum", "lazy_update")
 
@@ -462,6 +499,7 @@ class NAG(_Builtin):
         state = momentum * state + grad + wd * weight
         weight = weight - (lr * (grad + momentum * state))
     """
+    _master_last = True
     _core_name = "nag"
     _own_params = ("momentum",)
 
@@ -492,6 +530,7 @@ class SignSGD(_Builtin):
 class LARS(_Builtin):
     """LARS: SGD with momentum and a layer-wise rate ``eta * |w| / (|g| + wd*|w| + eps)``; parameters
     named ``*gamma``, ``*beta``, ``*bias`` keep the plain rate."""
+    _master_last = True
     _core_name = "lars"
     _own_params = ("momentum", "lazy_update", "eta", "eps", "momentum_correction")
 
@@ -503,6 +542,7 @@ class LARS(_Builtin):
 @register
 class LAMB(_Builtin):
     """LAMB (``lamb_update_phase1`` / ``lamb_update_phase2``)."""
+    _state_tuple = True
     _core_name = "lamb"
     _own_params = ("beta1", "beta2", "epsilon", "lower_bound", "upper_bound", "bias_correction")
 
@@ -523,6 +563,7 @@ class Adam(_Builtin):
         lr = learning_rate * sqrt(1 - beta2**t) / (1 - beta1**t)
         w = w - lr * m / (sqrt(v) + epsilon)
     """
+    _state_tuple = True
     _core_name = "adam"
     _own_params = ("beta1", "beta2", "epsilon", "lazy_update")
 
@@ -538,6 +579,7 @@ class AdamW(_Builtin):
         lr = learning_rate * sqrt(1 - beta2**t) / (1 - beta1**t)    # with correct_bias
         w = w - lr * (m / (sqrt(v) + epsilon) + wd * w)
     """
+    _state_tuple = True
     _core_name = "adamw"
     _own_params = ("beta1", "beta2", "epsilon", "correct_bias", "use_fused_step")
 
@@ -568,6 +610,7 @@ class AdaGrad(_Builtin):
 class RMSProp(_Builtin):
     """RMSProp: Tieleman & Hinton's (``rmsprop_update``) or, with ``centered``, Graves'
     (``rmspropalex_update``)."""
+    _state_tuple = True
     _core_name = "rmsprop"
     _own_params = ("gamma1", "gamma2", "epsilon", "centered", "clip_weights")
 
@@ -587,6 +630,7 @@ class AdaDelta(_Builtin):
         acc_delta = rho * acc_delta + (1 - rho) * delta * delta
         weight -= (delta + wd * weight)
     """
+    _state_tuple = True
     _core_name = "adadelta"
     _own_params = ("rho", "epsilon")
 
@@ -597,6 +641,7 @@ class AdaDelta(_Builtin):
 @register
 class Ftrl(_Builtin):
     """FTRL-Proximal (``ftrl_update``)."""
+    _state_tuple = True
     _core_name = "ftrl"
     _own_params = ("lamda1", "beta")
     _lr_overrides_scheduler = False
@@ -613,6 +658,7 @@ class Adamax(_Builtin):
         u = maximum(beta2 * u, abs(grad))
         weight -= lr / (1 - beta1**t) * m / u
     """
+    _state_tuple = True
     _core_name = "adamax"
     _own_params = ("beta1", "beta2")
 
@@ -623,6 +669,7 @@ class Adamax(_Builtin):
 @register
 class Nadam(_Builtin):
     """Nadam: Adam with Nesterov momentum and a warming momentum schedule."""
+    _state_tuple = True
     _core_name = "nadam"
     _own_params = ("beta1", "beta2", "epsilon", "schedule_decay")
 

@@ -14,7 +14,8 @@ import json
 from .. import _oxnet
 from ..base import MXNetError
 from ..ndarray import NDArray
-from .optimizer import _state_py, _uses_core
+from .. import ndarray as nd
+from .optimizer import _uses_core
 
 __all__ = ["Updater", "get_updater"]
 
@@ -48,7 +49,10 @@ class Updater:
     def states(self):
         """The states by parameter index (MXNet's shapes: None, an array or a tuple)."""
         if _uses_core(self._optimizer):
-            return {i: _state_py(s) for i, s in self._core.states().items()}
+            opt = self._optimizer
+            # a multi-precision state holds one array more: the float32 master copy
+            base = len(opt._core.create_state(0, nd.zeros((1,)), False))
+            return {i: opt._to_mxnet(s, len(s) == base + 1) for i, s in self._core.states().items()}
         return self._py_states
 
     def __call__(self, index, grad, weight):
