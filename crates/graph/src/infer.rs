@@ -60,22 +60,15 @@ pub fn infer_shapes(g: &IndexedGraph, given: &HashMap<String, Vec<usize>>) -> Re
     for n in g.variables() {
         let node = &g.nodes[n];
         let e = g.entry(n, 0);
-        if let Some(text) = node.attr("__shape__") {
+        // a shape given for this call overrides the declared one, as in MXNet
+        if let Some(s) = given.get(&node.name) {
+            shapes[e] = Some(s.clone());
+        } else if let Some(text) = node.attr("__shape__") {
             let s =
                 parse_shape(&text).map_err(|err| Error::Shape(format!("variable `{}`: {err}", node.name)))?;
             if !s.is_empty() {
                 shapes[e] = Some(s);
             }
-        }
-        if let Some(s) = given.get(&node.name) {
-            unify_shape(&mut shapes[e], s).map_err(|_| {
-                Error::Shape(format!(
-                    "variable `{}` is declared with shape {} but given {}",
-                    node.name,
-                    show(&shapes[e]),
-                    shape_string(s)
-                ))
-            })?;
         }
     }
     fixed_point(g, &mut shapes, infer_node_shape)?;

@@ -24,6 +24,13 @@ fn quote(s: &str) -> String {
 
 /// Writes `sym` as NNVM JSON, laid out as MXNet lays it out.
 pub fn to_json(sym: &Symbol) -> Result<String> {
+    to_json_with(sym, false)
+}
+
+/// Like [`to_json`]; with `np_shape`, the graph's attributes also say
+/// `is_np_shape` (what MXNet writes under NumPy-shape semantics, where 0 is a
+/// real extent rather than an unknown one).
+pub fn to_json_with(sym: &Symbol, np_shape: bool) -> Result<String> {
     let g = IndexedGraph::new(sym.entries())?;
     let mut out = String::from("{\n  \"nodes\": [\n");
     for (i, node) in g.nodes.iter().enumerate() {
@@ -47,7 +54,8 @@ pub fn to_json(sym: &Symbol) -> Result<String> {
     let _ = writeln!(out, "  \"node_row_ptr\": [{}], ", ids(g.row_ptr.clone()));
     let heads: Vec<String> = g.heads.iter().map(|(m, k)| format!("[{m}, {k}, 0]")).collect();
     let _ = writeln!(out, "  \"heads\": [{}], ", heads.join(", "));
-    let _ = write!(out, "  \"attrs\": {{\"mxnet_version\": [\"int\", {MXNET_VERSION}]}}\n}}");
+    let np = if np_shape { ", \"is_np_shape\": [\"int\", 1]" } else { "" };
+    let _ = write!(out, "  \"attrs\": {{\"mxnet_version\": [\"int\", {MXNET_VERSION}]{np}}}\n}}");
     Ok(out)
 }
 

@@ -236,9 +236,16 @@ impl Symbol {
     /// The inputs of the (single) head node, grouped; `None` for a variable
     /// (`get_children`).
     pub fn children(&self) -> Option<Symbol> {
+        // the inputs of each distinct output node, once (several outputs of
+        // one node, such as a split's, share its inputs)
         let mut outputs = Vec::new();
+        let mut seen: Vec<*const Node> = Vec::new();
         for e in &self.outputs {
-            outputs.extend(e.node.inputs.iter().cloned());
+            let node = Arc::as_ptr(&e.node);
+            if !seen.contains(&node) {
+                seen.push(node);
+                outputs.extend(e.node.inputs.iter().cloned());
+            }
         }
         if outputs.is_empty() {
             None

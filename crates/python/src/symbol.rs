@@ -91,8 +91,9 @@ impl SymbolHandle {
         self.inner.children().map(wrap)
     }
 
-    fn tojson(&self) -> PyResult<String> {
-        json::to_json(&self.inner).py()
+    #[pyo3(signature = (np_shape=false))]
+    fn tojson(&self, np_shape: bool) -> PyResult<String> {
+        json::to_json_with(&self.inner, np_shape).py()
     }
 
     fn deep_copy(&self) -> SymbolHandle {

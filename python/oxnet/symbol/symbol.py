@@ -8,9 +8,10 @@ import numpy as np
 
 from .. import _oxnet
 from ..attribute import AttrScope, stored_key, HIDDEN_KEYS
-from ..base import MXNetError
+from ..base import MXNetError, NotImplementedForSymbol
 from ..context import Context, current_context
 from ..name import NameManager
+from ..util import is_np_shape
 
 __all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson", "compose_op", "trace"]
 
@@ -237,7 +238,10 @@ class Symbol:
         return self._binary(o, "_lesser_equal", "_lesserequal", "_lesser_equal_scalar", "_lesserequalscalar")
 
     def __bool__(self):
-        raise NotImplementedError("a Symbol has no truth value; compare arrays after evaluating it")
+        raise NotImplementedForSymbol(self.__bool__, "bool")
+
+    def __abs__(self):
+        return self.abs()
 
     # ----- inference --------------------------------------------------------
     def _shape_kwargs(self, args, kwargs, what):
@@ -302,8 +306,16 @@ class Symbol:
 
     # ----- serialization -----------------------------------------------------
     def tojson(self):
-        """The graph as NNVM JSON (what MXNet 1.x writes)."""
-        return self._h.tojson()
+        """The graph as NNVM JSON (what MXNet 1.x writes; under NumPy-shape
+        semantics its attributes say ``is_np_shape``, as MXNet's do)."""
+        return self._h.tojson(is_np_shape())
+
+    def __getstate__(self):
+        # MXNet pickles a symbol as its JSON
+        return {"handle": self.tojson()}
+
+    def __setstate__(self, state):
+        self._h = _oxnet.sym_from_json(state["handle"])
 
     def save(self, fname, remove_amp_cast=True):
         """Writes the graph as NNVM JSON to ``fname``."""
