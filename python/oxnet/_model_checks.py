@@ -23,7 +23,7 @@ def compare_optimizer(opt1, opt2, shape, dtype, w_stype="default", g_stype="defa
     (multi-tensor) call and ``opt1`` one by one."""
     from . import random
 
-    if "default" not in (w_stype, g_stype) or w_stype != g_stype:
+    if w_stype != "default" or g_stype != "default":
         raise _SparseStorageNotSupported(
             f"compare_optimizer: storage types {w_stype!r}/{g_stype!r}: oxnet has no sparse storage")
     ctx = default_context()

@@ -42,10 +42,10 @@ def concatenate(arrays, axis=0, always_copy=True):
     if not always_copy and len(arrays) == 1:
         return arrays[0]
     first = arrays[0].shape
+    ax = axis % len(first) if first else 0
+    want = first[:ax] + first[ax + 1:]
     for i, a in enumerate(arrays[1:], 1):
-        rest = a.shape[:axis] + a.shape[axis + 1:] if axis != -1 else a.shape[:-1]
-        want = first[:axis] + first[axis + 1:] if axis != -1 else first[:-1]
-        if rest != want or a.dtype != arrays[0].dtype:
+        if a.shape[:ax] + a.shape[ax + 1:] != want or a.dtype != arrays[0].dtype:
             raise ValueError(f"concatenate: array {i} has shape {a.shape} and dtype {a.dtype}, which cannot "
                              f"join shape {first} and dtype {arrays[0].dtype} along axis {axis}")
     return _oxnet.invoke(_oxnet.op_handle("concat"), tuple(arrays), {"dim": axis})
