@@ -88,3 +88,34 @@ def test_distribution_checks_accept_the_right_distribution_and_reject_a_wrong_on
 def test_sparse_makers_say_there_is_no_sparse_storage():
     with pytest.raises(mx.MXNetError, match="no sparse storage"):
         tu.rand_sparse_ndarray((3, 3), "csr")
+
+
+def test_model_checks_compare_what_they_claim():
+    # compare_optimizer: a built-in against itself passes, against another rate fails
+    tu.compare_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9),
+                         mx.optimizer.SGD(learning_rate=0.1, momentum=0.9), (3, 4), np.float32)
+    with pytest.raises(AssertionError):
+        tu.compare_optimizer(mx.optimizer.SGD(learning_rate=0.1), mx.optimizer.SGD(learning_rate=0.5), (3, 4),
+                             np.float32)
+    # same_symbol_structure looks at the operators node by node
+    x = mx.sym.var("x")
+    assert tu.same_symbol_structure(mx.sym.sin(x), mx.sym.sin(x, name="other"))
+    assert not tu.same_symbol_structure(mx.sym.sin(x), mx.sym.cos(x))
+    # check_speed times a bound symbol: a positive number of seconds per run
+    assert tu.check_speed(mx.sym.sin(x), N=2, x=(4, 5)) > 0
+    assert tu.check_speed(mx.sym.sin(x), N=2, typ="forward", x=(4, 5)) > 0
+    with pytest.raises(ValueError, match="typ"):
+        tu.check_speed(mx.sym.sin(x), typ="sideways", x=(4, 5))
+
+
+def test_check_gluon_hybridize_consistency_checks_against_numpy():
+    def builder(prefix):
+        net = mx.gluon.nn.HybridSequential(prefix=prefix)
+        with net.name_scope():
+            net.add(mx.gluon.nn.Dense(3, in_units=4))
+        return net
+
+    data = [mx.nd.array(np.random.uniform(size=(2, 4)))]
+    tu.check_gluon_hybridize_consistency(builder, data)
+    with pytest.raises(AssertionError):
+        tu.check_gluon_hybridize_consistency(builder, data, numpy_func=lambda x: np.zeros((2, 3)) + 7)

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 #[pyfunction]
 pub fn runtime_features() -> Vec<(&'static str, bool)> {
     let cpu = cpu_features();
-    let mut out = vec![
+    vec![
         ("CUDA", false),
         ("CUDNN", false),
         ("NCCL", false),
@@ -43,10 +43,9 @@ pub fn runtime_features() -> Vec<(&'static str, bool)> {
         ("SIGNAL_HANDLER", false),
         ("DEBUG", cfg!(debug_assertions)),
         ("TVM_OP", false),
-    ];
-    out.push(("CPU_AVX512F", cpu.avx512f));
-    out.push(("CPU_FMA", cpu.fma));
-    out
+        ("CPU_AVX512F", cpu.avx512f),
+        ("CPU_FMA", cpu.fma),
+    ]
 }
 
 #[derive(Default)]
