@@ -39,3 +39,4 @@ from .util import (  # noqa: E402
 )
 __all__ += ["util", "runtime", "engine", "is_np_shape", "set_np_shape", "np_shape", "use_np_shape",
             "is_np_array", "np_array", "use_np_array", "use_np"]
+from . import io; __all__ += ["io"]  # noqa: E402,E702
