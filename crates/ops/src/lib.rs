@@ -46,6 +46,7 @@
 //! function that this crate's registrar calls.
 
 pub mod binary;
+pub mod conv;
 pub mod indexing;
 pub mod kernels;
 pub mod linalg;
@@ -68,6 +69,7 @@ fn register() {
     optimizer::register();
     shape_ops::register();
     indexing::register();
+    conv::register();
 }
 
 oxnet_core::register_operators!(register);

@@ -1,0 +1,221 @@
+//! `Convolution`: im2col per image and group, then one matrix product with
+//! the group's filters ([`crate::kernels::matmul`]). Its backward kernel
+//! computes the data gradient as `weightᵀ · out_grad` folded back by
+//! col2im, the weight gradient as `out_grad · colᵀ` summed over images, and
+//! the bias gradient as a sum.
+
+use super::geometry::Geom3;
+use super::im2col::{col2im_add, im2col};
+use super::params::{conv_params, infer_shape, ConvParams};
+use crate::kernels::matmul::{self, MatmulScalar};
+use oxnet_core::store::store_slice;
+use oxnet_core::{
+    registry, AttrKind, AttrSpec, BackwardArgs, BackwardDeps, Error, FloatElement, NDArray, OpContext, OpDef,
+    Req, Result,
+};
+
+/// The sizes of one call: batch, channels per group, filters per group,
+/// kernel taps, output positions, and the three-axis geometry.
+struct Dims {
+    n: usize,
+    c: usize,
+    cg: usize,
+    fg: usize,
+    taps: usize,
+    g3: Geom3,
+}
+
+impl Dims {
+    fn new(p: &ConvParams, data: &[usize], out: &[usize]) -> Dims {
+        let g3 = p.win.geom3(&data[2..], &out[2..]);
+        Dims {
+            n: data[0],
+            c: data[1],
+            cg: data[1] / p.num_group,
+            fg: p.num_filter / p.num_group,
+            taps: p.win.taps(),
+            g3,
+        }
+    }
+
+    /// Rows of a group's column matrix (its weight matrix's columns).
+    fn rows(&self) -> usize {
+        self.cg * self.taps
+    }
+
+    /// True when the column matrix is the input itself (1x1 kernel, stride
+    /// 1, no padding).
+    fn identity_columns(&self) -> bool {
+        self.taps == 1 && self.g3.s == [1; 3] && self.g3.p == [0; 3]
+    }
+}
+
+fn gemm_err(e: matmul::MatmulError) -> Error {
+    Error::Shape(format!("Convolution: {e}"))
+}
+
+/// The columns of image `img`, group `grp`: a view of the input or `buf`.
+fn columns<'a, T: FloatElement>(x: &'a [T], d: &Dims, img: usize, grp: usize, buf: &'a mut [T]) -> &'a [T] {
+    let plane = d.g3.in_size();
+    let src = &x[(img * d.c + grp * d.cg) * plane..][..d.cg * plane];
+    if d.identity_columns() {
+        return src;
+    }
+    im2col(src, d.cg, &d.g3, buf);
+    buf
+}
+
+fn forward_typed<T: FloatElement + MatmulScalar>(
+    ctx: &OpContext,
+    p: &ConvParams,
+    inputs: &[NDArray],
+    out: &NDArray,
+) -> Result<()> {
+    let req = ctx.req[0];
+    if req == Req::Null {
+        return Ok(());
+    }
+    let d = Dims::new(p, inputs[0].shape(), out.shape());
+    let (x, w) = (inputs[0].as_slice::<T>()?, inputs[1].as_slice::<T>()?);
+    let y = out.as_mut_slice::<T>()?;
+    let pos = d.g3.out_size();
+    let mut buf = if d.identity_columns() { Vec::new() } else { vec![T::zero(); d.rows() * pos] };
+    let accumulate = req == Req::Add;
+    for img in 0..d.n {
+        for grp in 0..p.num_group {
+            let col = columns(x, &d, img, grp, &mut buf);
+            let wg = &w[grp * d.fg * d.rows()..][..d.fg * d.rows()];
+            let yg = &mut y[(img * p.num_filter + grp * d.fg) * pos..][..d.fg * pos];
+            matmul::matmul(wg, col, yg, d.fg, d.rows(), pos, false, false, accumulate).map_err(gemm_err)?;
+        }
+        if !p.no_bias {
+            let b = inputs[2].as_slice::<T>()?;
+            for (f, plane) in
+                y[img * p.num_filter * pos..][..p.num_filter * pos].chunks_exact_mut(pos.max(1)).enumerate()
+            {
+                let bf = b[f].to_compute();
+                plane.iter_mut().for_each(|v| *v = T::from_compute(v.to_compute() + bf));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<()> {
+    let p = conv_params(ctx.attrs)?;
+    oxnet_core::with_float_dtype!(outputs[0].dtype(), T => forward_typed::<T>(ctx, &p, inputs, &outputs[0]))
+}
+
+fn backward_typed<T: FloatElement + MatmulScalar>(
+    ctx: &OpContext,
+    p: &ConvParams,
+    dy: &NDArray,
+    x: &NDArray,
+    w: &NDArray,
+    grads: &[NDArray],
+) -> Result<()> {
+    let d = Dims::new(p, x.shape(), dy.shape());
+    let pos = d.g3.out_size();
+    let (dys, xs, ws) = (dy.as_slice::<T>()?, x.as_slice::<T>()?, w.as_slice::<T>()?);
+    let mut buf = vec![T::zero(); d.rows() * pos];
+    if ctx.req[0] != Req::Null {
+        let plane = d.g3.in_size();
+        let mut dx = vec![<T::Compute as num_traits::Zero>::zero(); xs.len()];
+        for img in 0..d.n {
+            for grp in 0..p.num_group {
+                let wg = &ws[grp * d.fg * d.rows()..][..d.fg * d.rows()];
+                let dyg = &dys[(img * p.num_filter + grp * d.fg) * pos..][..d.fg * pos];
+                matmul::matmul(wg, dyg, &mut buf, d.rows(), d.fg, pos, true, false, false)
+                    .map_err(gemm_err)?;
+                let dst = &mut dx[(img * d.c + grp * d.cg) * plane..][..d.cg * plane];
+                col2im_add::<T>(&buf, d.cg, &d.g3, dst);
+            }
+        }
+        let dx: Vec<T> = dx.into_iter().map(T::from_compute).collect();
+        store_slice(ctx.req[0], grads[0].as_mut_slice::<T>()?, &dx);
+    }
+    if ctx.req[1] != Req::Null {
+        let mut dw = vec![T::zero(); ws.len()];
+        for img in 0..d.n {
+            for grp in 0..p.num_group {
+                let col = columns(xs, &d, img, grp, &mut buf);
+                let dyg = &dys[(img * p.num_filter + grp * d.fg) * pos..][..d.fg * pos];
+                let dwg = &mut dw[grp * d.fg * d.rows()..][..d.fg * d.rows()];
+                matmul::matmul(dyg, col, dwg, d.fg, pos, d.rows(), false, true, img > 0).map_err(gemm_err)?;
+            }
+        }
+        store_slice(ctx.req[1], grads[1].as_mut_slice::<T>()?, &dw);
+    }
+    if !p.no_bias && ctx.req[2] != Req::Null {
+        let mut db = vec![<T::Compute as num_traits::Zero>::zero(); p.num_filter];
+        for (i, plane) in dys.chunks_exact(pos.max(1)).enumerate() {
+            let acc = &mut db[i % p.num_filter];
+            *acc = plane.iter().fold(*acc, |s, v| s + v.to_compute());
+        }
+        let db: Vec<T> = db.into_iter().map(T::from_compute).collect();
+        store_slice(ctx.req[2], grads[2].as_mut_slice::<T>()?, &db);
+    }
+    Ok(())
+}
+
+fn backward(ctx: &OpContext, args: &BackwardArgs, grads: &[NDArray]) -> Result<()> {
+    let p = conv_params(ctx.attrs)?;
+    let missing = || Error::Autograd("Convolution: the backward kernel lacks a saved array".into());
+    let dy = args.out_grads[0].as_ref().ok_or_else(missing)?;
+    let x = args.inputs[0].as_ref().ok_or_else(missing)?;
+    let w = args.inputs[1].as_ref().ok_or_else(missing)?;
+    // the head gradient may be a strided view
+    let dy = if dy.is_contiguous() { dy.clone() } else { dy.copy()? };
+    oxnet_core::with_float_dtype!(x.dtype(), T => backward_typed::<T>(ctx, &p, &dy, x, w, grads))
+}
+
+/// The attributes `Convolution` declares, in MXNet's order.
+fn conv_attrs(def: OpDef) -> OpDef {
+    def.attr(AttrSpec::required(
+        "kernel",
+        AttrKind::Ints,
+        "Convolution kernel size: (w,), (h, w) or (d, h, w).",
+    ))
+    .attr(AttrSpec::optional("stride", AttrKind::Ints, Vec::<i64>::new(), "Stride per axis (default 1)."))
+    .attr(AttrSpec::optional("dilate", AttrKind::Ints, Vec::<i64>::new(), "Dilation per axis (default 1)."))
+    .attr(AttrSpec::optional("pad", AttrKind::Ints, Vec::<i64>::new(), "Zero padding per axis (default 0)."))
+    .attr(AttrSpec::required("num_filter", AttrKind::Int, "Number of output channels."))
+    .attr(AttrSpec::optional("num_group", AttrKind::Int, 1i64, "Number of channel groups."))
+    .attr(AttrSpec::optional("workspace", AttrKind::Int, 1024i64, "Accepted for compatibility; ignored."))
+    .attr(AttrSpec::optional("no_bias", AttrKind::Bool, false, "Whether to omit the bias input."))
+    .attr(AttrSpec::optional("cudnn_tune", AttrKind::Str, "None", "Accepted for compatibility; ignored."))
+    .attr(AttrSpec::optional("cudnn_off", AttrKind::Bool, false, "Accepted for compatibility; ignored."))
+    .attr(AttrSpec::optional(
+        "layout",
+        AttrKind::Str,
+        "None",
+        "Data layout: None (NCW, NCHW or NCDHW by kernel rank); channel-last layouts are not supported yet.",
+    ))
+}
+
+pub(super) fn register() {
+    let def = OpDef::new("Convolution").doc(
+        "N-D convolution (1-D to 3-D) over data of shape (batch, channel, *spatial) with weight \
+         (num_filter, channel/num_group, *kernel) and bias (num_filter,): \
+         out[n, f] = bias[f] + sum over c, k of weight[f, c, k] · data[n, g·C/G + c, stride·o + dilate·k - pad]. \
+         Output extent per axis: floor((x + 2·pad - dilate·(kernel-1) - 1) / stride) + 1. \
+         Weight and bias shapes are inferred from data.",
+    );
+    registry::register(
+        conv_attrs(def)
+            .arguments_fn(|attrs| {
+                Ok(if attrs.bool("no_bias")? {
+                    vec!["data".into(), "weight".into()]
+                } else {
+                    vec!["data".into(), "weight".into(), "bias".into()]
+                })
+            })
+            .prepare(|attrs| {
+                conv_params(attrs)?;
+                Ok(std::sync::Arc::new(()))
+            })
+            .infer_shape(infer_shape)
+            .forward(forward)
+            .backward(|_| BackwardDeps { out_grads: vec![0], inputs: vec![0, 1], outputs: vec![] }, backward),
+    );
+}
