@@ -40,3 +40,4 @@ from .util import (  # noqa: E402
 __all__ += ["util", "runtime", "engine", "is_np_shape", "set_np_shape", "np_shape", "use_np_shape",
             "is_np_array", "np_array", "use_np_array", "use_np"]
 from . import io; __all__ += ["io"]  # noqa: E402,E702
+from . import model, callback, module; mod = module; __all__ += ["model", "callback", "module", "mod"]  # noqa: E402,E702,E501

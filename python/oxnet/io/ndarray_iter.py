@@ -85,12 +85,9 @@ class NDArrayIter(DataIter):
         self.data = _init_data(data, False, data_name, "data")
         self.label = _init_data(label, True, label_name, "label")
         self.layout = layout
-        axis = self._batch_axis()
-        num = self.data[0][1].shape[axis]
-        for k, v in self.data + self.label:
-            if v.shape[axis] != num:
-                raise ValueError(f"NDArrayIter: {k!r} has {v.shape[axis]} examples along the batch axis, "
-                                 f"{self.data[0][0]!r} has {num}")
+        # as in MXNet, the first data array sets the number of examples; arrays
+        # with more are served only up to it
+        num = self.data[0][1].shape[0]
         self.idx = np.arange(num)
         self.shuffle = shuffle
         self.last_batch_handle = last_batch_handle

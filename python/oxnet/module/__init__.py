@@ -1,0 +1,12 @@
+"""``mx.mod``: modules, MXNet 1.x's symbolic training API.
+
+What exists: ``BaseModule`` (``fit``, ``score``, ``predict``,
+``iter_predict``), ``Module`` (one device). Not yet: ``BucketingModule``,
+``SequentialModule``, ``PythonModule``, data-parallel binding over several
+contexts.
+"""
+
+from .base_module import BaseModule
+from .module import Module
+
+__all__ = ["BaseModule", "Module"]
