@@ -52,6 +52,7 @@ pub mod kernels;
 pub mod linalg;
 pub mod nn;
 pub mod optimizer;
+pub mod pool;
 pub mod reduce;
 pub mod shape_ops;
 pub mod unary;
@@ -70,6 +71,7 @@ fn register() {
     shape_ops::register();
     indexing::register();
     conv::register();
+    pool::register();
 }
 
 oxnet_core::register_operators!(register);

@@ -8,6 +8,8 @@ pub(crate) mod geometry;
 mod im2col;
 mod params;
 
+pub(crate) use params::merge as merge_shape;
+
 #[cfg(test)]
 mod tests;
 

@@ -1,0 +1,13 @@
+//! Pooling: `Pooling` (max, avg, sum, lp; 1-D to 3-D; global; valid, full
+//! and same conventions) with its backward kernel.
+
+mod params;
+mod pooling;
+
+#[cfg(test)]
+mod tests;
+
+/// Registers this module's operators.
+pub(crate) fn register() {
+    pooling::register();
+}
