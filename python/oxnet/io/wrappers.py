@@ -174,11 +174,12 @@ class PrefetchingIter(DataIter):
             if err is not None:
                 self._errors = [None] * self.n_iter
                 raise err
-        if self.next_batch[0] is None:
-            if any(b is not None for b in self.next_batch):
-                raise ValueError("PrefetchingIter: the iterators give different numbers of batches")
+        ended = [b is None for b in self.next_batch]
+        if any(ended) and not all(ended):
+            raise ValueError("PrefetchingIter: the iterators give different numbers of batches")
+        if ended[0]:
             return False
-        if any(b is None or b.pad != self.next_batch[0].pad for b in self.next_batch):
+        if any(b.pad != self.next_batch[0].pad for b in self.next_batch):
             raise ValueError("PrefetchingIter: the iterators give different numbers of examples")
         self.current_batch = DataBatch(sum([b.data for b in self.next_batch], []),
                                        sum([b.label for b in self.next_batch], []),
