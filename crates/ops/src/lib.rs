@@ -52,6 +52,7 @@ pub mod kernels;
 pub mod linalg;
 pub mod nn;
 pub mod optimizer;
+mod partial_shape;
 pub mod pool;
 pub mod reduce;
 pub mod shape_ops;
