@@ -38,12 +38,15 @@
 //! | [`indexing`] | gathering by index: `take`, `pick`, `one_hot`, `where` |
 //! | [`linalg`] | matrix products: `dot`, `batch_dot`, `FullyConnected` |
 //! | [`nn`] | layers: activations, softmax family, losses, `Dropout`, `Embedding`, `CTCLoss` |
+//! | [`conv`] | `Convolution` (1-D to 3-D, grouped and depth-wise, dilated) by im2col and the matrix product |
+//! | [`pool`] | `Pooling`: max, avg, sum, lp over 1-D to 3-D windows; global; valid, full and same conventions |
+//! | [`norm`] | `BatchNorm`, its moving statistics auxiliary states |
 //! | [`optimizer`] | the optimizers' update steps (`sgd_mom_update`, `adam_update`, multi-tensor forms) |
 //! | [`kernels`] | shared kernels: matrix products, SIMD maths |
 //!
-//! Families to come take folders of their own beside these (`conv`,
-//! `pool`, `norm`, `rnn`, `sort`, `random`), each with a `register`
-//! function that this crate's registrar calls.
+//! Families to come take folders of their own beside these (`rnn`,
+//! `sort`, `random`), each with a `register` function that this crate's
+//! registrar calls.
 
 pub mod binary;
 pub mod conv;
@@ -51,6 +54,7 @@ pub mod indexing;
 pub mod kernels;
 pub mod linalg;
 pub mod nn;
+pub mod norm;
 pub mod optimizer;
 mod partial_shape;
 pub mod pool;
@@ -73,6 +77,7 @@ fn register() {
     indexing::register();
     conv::register();
     pool::register();
+    norm::register();
 }
 
 oxnet_core::register_operators!(register);

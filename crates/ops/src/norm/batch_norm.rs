@@ -1,0 +1,253 @@
+//! `BatchNorm`: `out = gamma · (data - mean) / sqrt(var + eps) + beta` per
+//! channel.
+//!
+//! As in MXNet 1.9.1 (CPU): in train mode without `use_global_stats` the
+//! mean and (biased) variance are the batch's; otherwise the moving
+//! statistics (auxiliary states `moving_mean`, `moving_var`). The second
+//! and third outputs (with `output_mean_var`) are the mean used and the
+//! *inverse* standard deviation `1 / sqrt(var + eps)`. The moving
+//! statistics are updated by the backward pass of a train-mode call —
+//! `moving = moving · momentum + batch · (1 - momentum)` — which is where
+//! MXNet's CPU operator updates them; a forward call alone leaves them
+//! unchanged. With `fix_gamma`, gamma is taken as 1 and gets a zero
+//! gradient.
+
+use super::params::{bn_params, infer_shape, BnParams, ChannelView};
+use oxnet_core::store::store_slice;
+use oxnet_core::{
+    registry, AttrKind, AttrSpec, BackwardArgs, BackwardDeps, Error, FloatElement, NDArray, OpContext, OpDef,
+    Req, Result,
+};
+
+/// Per-channel mean and inverse standard deviation of `x`, and the biased
+/// variance, accumulated in f64.
+fn batch_stats<T: FloatElement>(x: &[T], v: &ChannelView, eps: f64) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let c = v.channels;
+    let m = v.per_channel().max(1) as f64;
+    let mut mean = vec![0.0; c];
+    v.runs(|ch, r| mean[ch] += x[r].iter().map(|e| e.to_f64()).sum::<f64>());
+    mean.iter_mut().for_each(|s| *s /= m);
+    let mut var = vec![0.0; c];
+    v.runs(|ch, r| {
+        let mu = mean[ch];
+        var[ch] += x[r].iter().map(|e| (e.to_f64() - mu).powi(2)).sum::<f64>();
+    });
+    var.iter_mut().for_each(|s| *s /= m);
+    let invstd = var.iter().map(|s| 1.0 / (s + eps).sqrt()).collect();
+    (mean, var, invstd)
+}
+
+/// True when this call normalises with the batch's statistics.
+fn uses_batch_stats(ctx: &OpContext, p: &BnParams) -> bool {
+    ctx.is_train && !p.use_global_stats
+}
+
+fn to_f64<T: FloatElement>(a: &NDArray) -> Result<Vec<f64>> {
+    Ok(a.as_slice::<T>()?.iter().map(|v| v.to_f64()).collect())
+}
+
+/// The mean and inverse std a call normalises with.
+fn stats_for<T: FloatElement>(
+    ctx: &OpContext,
+    p: &BnParams,
+    x: &[T],
+    view: &ChannelView,
+    moving_mean: &NDArray,
+    moving_var: &NDArray,
+) -> Result<(Vec<f64>, Vec<f64>, Vec<f64>)> {
+    if uses_batch_stats(ctx, p) {
+        return Ok(batch_stats(x, view, p.eps));
+    }
+    let mean = to_f64::<T>(moving_mean)?;
+    let var = to_f64::<T>(moving_var)?;
+    let invstd = var.iter().map(|s| 1.0 / (s + p.eps).sqrt()).collect();
+    Ok((mean, var, invstd))
+}
+
+fn gammas<T: FloatElement>(p: &BnParams, gamma: &NDArray, c: usize) -> Result<Vec<f64>> {
+    if p.fix_gamma {
+        Ok(vec![1.0; c])
+    } else {
+        to_f64::<T>(gamma)
+    }
+}
+
+fn forward_typed<T: FloatElement>(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<()> {
+    let p = bn_params(ctx.attrs)?;
+    let x = inputs[0].as_slice::<T>()?;
+    let view = ChannelView::new(inputs[0].shape(), p.axis)?;
+    let (mean, _, invstd) = stats_for(ctx, &p, x, &view, &inputs[3], &inputs[4])?;
+    let gamma = gammas::<T>(&p, &inputs[1], view.channels)?;
+    let beta = to_f64::<T>(&inputs[2])?;
+    if ctx.req[0] != Req::Null {
+        let scale: Vec<T::Compute> =
+            (0..view.channels).map(|c| T::from_f64(gamma[c] * invstd[c]).to_compute()).collect();
+        let shift: Vec<T::Compute> = (0..view.channels)
+            .map(|c| T::from_f64(beta[c] - mean[c] * gamma[c] * invstd[c]).to_compute())
+            .collect();
+        let mut y = vec![T::zero(); x.len()];
+        view.runs(|c, r| {
+            for (o, v) in y[r.clone()].iter_mut().zip(&x[r]) {
+                *o = T::from_compute(v.to_compute() * scale[c] + shift[c]);
+            }
+        });
+        store_slice(ctx.req[0], outputs[0].as_mut_slice::<T>()?, &y);
+    }
+    if outputs.len() == 3 {
+        let cast = |v: &[f64]| v.iter().map(|&e| T::from_f64(e)).collect::<Vec<T>>();
+        store_slice(ctx.req[1], outputs[1].as_mut_slice::<T>()?, &cast(&mean));
+        store_slice(ctx.req[2], outputs[2].as_mut_slice::<T>()?, &cast(&invstd));
+    }
+    Ok(())
+}
+
+fn forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<()> {
+    oxnet_core::with_float_dtype!(inputs[0].dtype(), T => forward_typed::<T>(ctx, inputs, outputs))
+}
+
+fn backward_typed<T: FloatElement>(ctx: &OpContext, args: &BackwardArgs, grads: &[NDArray]) -> Result<()> {
+    let p = bn_params(ctx.attrs)?;
+    let missing = || Error::Autograd("BatchNorm: the backward kernel lacks a saved array".into());
+    let get = |i: usize| args.inputs[i].as_ref().ok_or_else(missing);
+    let dy = args.out_grads[0].as_ref().ok_or_else(missing)?;
+    let dy = if dy.is_contiguous() { dy.clone() } else { dy.copy()? };
+    let (data, gamma, moving_mean, moving_var) = (get(0)?, get(1)?, get(3)?, get(4)?);
+    let x = data.as_slice::<T>()?;
+    let dys = dy.as_slice::<T>()?;
+    let view = ChannelView::new(data.shape(), p.axis)?;
+    let c = view.channels;
+    let batch = uses_batch_stats(ctx, &p);
+    let (mean, var, invstd) = stats_for(ctx, &p, x, &view, moving_mean, moving_var)?;
+    let g = gammas::<T>(&p, gamma, c)?;
+
+    // sums of dy and dy·xhat per channel
+    let mut sum_dy = vec![0.0; c];
+    let mut sum_dy_xhat = vec![0.0; c];
+    view.runs(|ch, r| {
+        let (mu, is) = (mean[ch], invstd[ch]);
+        for (v, d) in x[r.clone()].iter().zip(&dys[r]) {
+            let d = d.to_f64();
+            sum_dy[ch] += d;
+            sum_dy_xhat[ch] += d * (v.to_f64() - mu) * is;
+        }
+    });
+    if ctx.req[0] != Req::Null {
+        let m = view.per_channel().max(1) as f64;
+        let mut dx = vec![T::zero(); x.len()];
+        view.runs(|ch, r| {
+            let (mu, is, scale) = (mean[ch], invstd[ch], g[ch] * invstd[ch]);
+            let (mdy, mdyx) = (sum_dy[ch] / m, sum_dy_xhat[ch] / m);
+            for ((o, v), d) in dx[r.clone()].iter_mut().zip(&x[r.clone()]).zip(&dys[r]) {
+                let d = d.to_f64();
+                *o = T::from_f64(if batch {
+                    scale * (d - mdy - (v.to_f64() - mu) * is * mdyx)
+                } else {
+                    scale * d
+                });
+            }
+        });
+        store_slice(ctx.req[0], grads[0].as_mut_slice::<T>()?, &dx);
+    }
+    let cast = |v: &[f64]| v.iter().map(|&e| T::from_f64(e)).collect::<Vec<T>>();
+    if ctx.req[1] != Req::Null {
+        let dgamma = if p.fix_gamma { vec![0.0; c] } else { sum_dy_xhat.clone() };
+        store_slice(ctx.req[1], grads[1].as_mut_slice::<T>()?, &cast(&dgamma));
+    }
+    store_slice(ctx.req[2], grads[2].as_mut_slice::<T>()?, &cast(&sum_dy));
+    // the moving statistics get no gradient
+    for i in 3..5 {
+        if ctx.req[i] == Req::Write {
+            grads[i].as_mut_slice::<T>()?.fill(T::zero());
+        }
+    }
+    if batch {
+        let k = p.momentum;
+        let mm = moving_mean.as_mut_slice::<T>()?;
+        for (s, b) in mm.iter_mut().zip(&mean) {
+            *s = T::from_f64(s.to_f64() * k + b * (1.0 - k));
+        }
+        let mv = moving_var.as_mut_slice::<T>()?;
+        for (s, b) in mv.iter_mut().zip(&var) {
+            *s = T::from_f64(s.to_f64() * k + b * (1.0 - k));
+        }
+    }
+    Ok(())
+}
+
+fn backward(ctx: &OpContext, args: &BackwardArgs, grads: &[NDArray]) -> Result<()> {
+    let dtype = args.inputs[0]
+        .as_ref()
+        .map(|x| x.dtype())
+        .ok_or_else(|| Error::Autograd("BatchNorm: the backward kernel lacks the data".into()))?;
+    oxnet_core::with_float_dtype!(dtype, T => backward_typed::<T>(ctx, args, grads))
+}
+
+pub(super) fn register() {
+    registry::register(
+        OpDef::new("BatchNorm")
+            .doc(
+                "Batch normalization: out = gamma · (data - mean) / sqrt(var + eps) + beta along \
+                 `axis` (the channel axis, default 1). In train mode (unless use_global_stats) the \
+                 statistics are the batch's and the backward pass updates the auxiliary states \
+                 moving_mean and moving_var as moving = moving·momentum + batch·(1 - momentum) \
+                 (biased variance), as MXNet's CPU operator does; otherwise the moving statistics \
+                 are used. fix_gamma takes gamma as 1. With output_mean_var the mean and the \
+                 inverse standard deviation used are also returned.",
+            )
+            .attr(AttrSpec::optional("eps", AttrKind::Float, 1e-3, "Added to the variance."))
+            .attr(AttrSpec::optional("momentum", AttrKind::Float, 0.9, "Decay of the moving statistics."))
+            .attr(AttrSpec::optional("fix_gamma", AttrKind::Bool, true, "Take gamma as 1 (zero gradient)."))
+            .attr(AttrSpec::optional(
+                "use_global_stats",
+                AttrKind::Bool,
+                false,
+                "Normalise with the moving statistics in train mode too.",
+            ))
+            .attr(AttrSpec::optional(
+                "output_mean_var",
+                AttrKind::Bool,
+                false,
+                "Also output the mean and the inverse standard deviation.",
+            ))
+            .attr(AttrSpec::optional("axis", AttrKind::Int, 1i64, "The channel axis."))
+            .attr(AttrSpec::optional(
+                "cudnn_off",
+                AttrKind::Bool,
+                false,
+                "Accepted for compatibility; ignored.",
+            ))
+            .attr(AttrSpec::optional(
+                "min_calib_range",
+                AttrKind::Str,
+                "None",
+                "Quantization calibration; accepted for compatibility, ignored.",
+            ))
+            .attr(AttrSpec::optional(
+                "max_calib_range",
+                AttrKind::Str,
+                "None",
+                "Quantization calibration; accepted for compatibility, ignored.",
+            ))
+            .arguments(&["data", "gamma", "beta"])
+            .aux_states(&["moving_mean", "moving_var"])
+            .outputs_fn(|attrs| {
+                Ok(if attrs.bool("output_mean_var")? {
+                    vec!["output".into(), "mean".into(), "var".into()]
+                } else {
+                    vec!["output".into()]
+                })
+            })
+            .arity_fn(|attrs| Ok([3, 2, if attrs.bool("output_mean_var")? { 3 } else { 1 }]))
+            .mutate_inputs(|_| vec![3, 4])
+            .prepare(|attrs| {
+                bn_params(attrs)?;
+                Ok(std::sync::Arc::new(()))
+            })
+            .infer_shape(infer_shape)
+            .forward(forward)
+            .backward(
+                |_| BackwardDeps { out_grads: vec![0], inputs: vec![0, 1, 3, 4], outputs: vec![] },
+                backward,
+            ),
+    );
+}

@@ -1,0 +1,117 @@
+//! `BatchNorm`'s attributes, the channel view of its data, and shape
+//! inference.
+
+use crate::conv::geometry::fmt_tuple;
+use crate::conv::merge_shape;
+use oxnet_core::attrs::Attrs;
+use oxnet_core::shape::Shape;
+use oxnet_core::{Error, Result};
+
+/// The parsed attributes.
+#[derive(Debug, Clone)]
+pub(crate) struct BnParams {
+    /// Added to the variance.
+    pub eps: f64,
+    /// Decay of the moving statistics.
+    pub momentum: f64,
+    /// Gamma is taken as 1.
+    pub fix_gamma: bool,
+    /// Normalise with the moving statistics in train mode too.
+    pub use_global_stats: bool,
+    /// The channel axis (may be negative).
+    pub axis: i64,
+}
+
+/// Parses and validates the attributes.
+pub(crate) fn bn_params(attrs: &Attrs) -> Result<BnParams> {
+    let eps = attrs.float("eps")?;
+    if !(eps > 0.0) {
+        return Err(Error::attr("eps", format!("BatchNorm: must be positive, got {eps}")));
+    }
+    let momentum = attrs.float("momentum")?;
+    if !(0.0..=1.0).contains(&momentum) {
+        return Err(Error::attr("momentum", format!("BatchNorm: must lie in [0, 1], got {momentum}")));
+    }
+    Ok(BnParams {
+        eps,
+        momentum,
+        fix_gamma: attrs.bool("fix_gamma")?,
+        use_global_stats: attrs.bool("use_global_stats")?,
+        axis: attrs.int("axis")?,
+    })
+}
+
+/// Data of shape `shape` seen as `(outer, channels, inner)` around `axis`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ChannelView {
+    /// Product of the axes before the channel axis.
+    pub outer: usize,
+    /// Number of channels.
+    pub channels: usize,
+    /// Product of the axes after the channel axis.
+    pub inner: usize,
+}
+
+impl ChannelView {
+    /// The view, or an error naming the axis and the shape.
+    pub fn new(shape: &[usize], axis: i64) -> Result<ChannelView> {
+        let rank = shape.len() as i64;
+        let a = if axis < 0 { axis + rank } else { axis };
+        if rank == 0 || a < 0 || a >= rank {
+            return Err(Error::attr(
+                "axis",
+                format!("BatchNorm: axis {axis} is out of range for data of shape {}", fmt_tuple(shape)),
+            ));
+        }
+        let a = a as usize;
+        Ok(ChannelView {
+            outer: shape[..a].iter().product(),
+            channels: shape[a],
+            inner: shape[a + 1..].iter().product(),
+        })
+    }
+
+    /// Elements per channel (the batch statistics' sample count).
+    pub fn per_channel(&self) -> usize {
+        self.outer * self.inner
+    }
+
+    /// Calls `f(channel, run)` for every contiguous run of one channel's
+    /// elements, as index ranges into the data.
+    #[inline]
+    pub fn runs(&self, mut f: impl FnMut(usize, std::ops::Range<usize>)) {
+        for o in 0..self.outer {
+            for c in 0..self.channels {
+                let start = (o * self.channels + c) * self.inner;
+                f(c, start..start + self.inner);
+            }
+        }
+    }
+}
+
+/// Shape inference: gamma, beta, moving_mean and moving_var are
+/// `(channels,)`; the output has data's shape; mean and var (with
+/// output_mean_var) are `(channels,)`. Partial shapes (0 unknown) are
+/// understood.
+pub(crate) fn infer_shape(
+    attrs: &Attrs,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
+    let p = bn_params(attrs)?;
+    let data = match (&ins[0], &outs[0]) {
+        (Some(d), _) | (None, Some(d)) => d.clone(),
+        (None, None) => return Ok(()),
+    };
+    let view = ChannelView::new(&data, p.axis)?;
+    let context = || format!("data of shape {} with axis={}", fmt_tuple(&data), p.axis);
+    for (i, name) in ["gamma", "beta", "moving_mean", "moving_var"].iter().enumerate() {
+        merge_shape(&mut ins[i + 1], &[view.channels], &format!("BatchNorm: {name}"), context)?;
+    }
+    merge_shape(&mut ins[0], &data, "BatchNorm: data", context)?;
+    merge_shape(&mut outs[0], &data, "BatchNorm: the output", context)?;
+    for slot in outs.iter_mut().skip(1) {
+        merge_shape(slot, &[view.channels], "BatchNorm: mean/var", context)?;
+    }
+    Ok(())
+}
