@@ -1,12 +1,13 @@
 """``mx.mod``: modules, MXNet 1.x's symbolic training API.
 
 What exists: ``BaseModule`` (``fit``, ``score``, ``predict``,
-``iter_predict``), ``Module`` (one device). Not yet: ``BucketingModule``,
+``iter_predict``), ``Module`` (one device), ``BucketingModule``. Not yet:
 ``SequentialModule``, ``PythonModule``, data-parallel binding over several
 contexts.
 """
 
 from .base_module import BaseModule
+from .bucketing_module import BucketingModule
 from .module import Module
 
-__all__ = ["BaseModule", "Module"]
+__all__ = ["BaseModule", "Module", "BucketingModule"]
