@@ -1,13 +1,14 @@
 """``mx.mod``: modules, MXNet 1.x's symbolic training API.
 
 What exists: ``BaseModule`` (``fit``, ``score``, ``predict``,
-``iter_predict``), ``Module`` (one device), ``BucketingModule``. Not yet:
-``SequentialModule``, ``PythonModule``, data-parallel binding over several
+``iter_predict``), ``Module`` (one device), ``BucketingModule``,
+``SequentialModule``. Not yet: ``PythonModule``, data-parallel binding over several
 contexts.
 """
 
 from .base_module import BaseModule
 from .bucketing_module import BucketingModule
 from .module import Module
+from .sequential_module import SequentialModule
 
-__all__ = ["BaseModule", "Module", "BucketingModule"]
+__all__ = ["BaseModule", "Module", "BucketingModule", "SequentialModule"]
