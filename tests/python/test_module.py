@@ -286,3 +286,22 @@ def test_iter_predict_and_unmerged_predict():
     assert [b[0].shape for b in per_batch] == [(4, 3), (4, 3), (2, 3)]
     np.testing.assert_array_equal(np.concatenate([b[0].asnumpy() for b in per_batch]),
                                   mod.predict(it).asnumpy())
+
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "module")
+
+
+def test_loads_a_checkpoint_written_by_mxnet_and_predicts_the_same(tmp_path):
+    # written by scripts/make_module_fixtures.py with MXNet 1.9.1
+    expected = np.load(os.path.join(FIXTURES, "mlp-expected.npz"))
+    mod = mx.mod.Module.load(os.path.join(FIXTURES, "mlp"), 3, label_names=None)
+    mod.bind([("data", (5, 4))], for_training=False)
+    out = mod.predict(mx.io.NDArrayIter(expected["data"], batch_size=5))
+    np.testing.assert_allclose(out.asnumpy(), expected["out"], rtol=1e-5, atol=1e-6)
+    # and writes it back with the same names and values
+    mod.save_checkpoint(str(tmp_path / "again"), 3)
+    ours = mx.nd.load(str(tmp_path / "again-0003.params"))
+    theirs = mx.nd.load(os.path.join(FIXTURES, "mlp-0003.params"))
+    assert sorted(ours) == sorted(theirs)
+    for key, value in theirs.items():
+        np.testing.assert_array_equal(ours[key].asnumpy(), value.asnumpy())
