@@ -159,3 +159,13 @@ def test_custom_dataiter_through_the_base_class():
             return 0
 
     assert [b.data[0].asscalar() for b in Count()] == [1.0, 2.0]
+
+
+def test_ndarrayiter_dtypes_as_mxnet():
+    label = mx.nd.array([1, 2, 3, 4], dtype="int32")
+    it = mx.io.NDArrayIter(mx.nd.ones((4, 2)), label, batch_size=2)
+    assert it.provide_label[0].dtype == np.int32 and next(it).label[0].dtype == np.int32
+    # MXNet 1.9.1 too: shuffling rebuilds the arrays with mx.nd.array, so as float32
+    it = mx.io.NDArrayIter(mx.nd.ones((4, 2)), label, batch_size=2, shuffle=True)
+    assert it.provide_label[0].dtype == np.float32 and next(it).label[0].dtype == np.float32
+    assert mx.io.NDArrayIter(np.arange(4, dtype="int64")).provide_data[0].dtype == np.float32
