@@ -282,6 +282,12 @@ pub struct OpDef {
     pub aux_states: NamesFn,
     /// Shape inference.
     pub infer_shape: InferShapeFn,
+    /// Shape inference over partially known shapes, for graph inference
+    /// (MXNet's `infer_shape_partial`): a dimension of 0 is an unknown
+    /// extent. It fills what it can, returns `Ok` when it knows too little,
+    /// and errs only on a real conflict. `None`: the operator sees a shape
+    /// only once it is complete (then [`OpDef::infer_shape`] runs).
+    pub infer_shape_partial: Option<InferShapeFn>,
     /// Dtype inference.
     pub infer_type: InferTypeFn,
     /// Forward kernels by device kind (`Device::Cpu`, `Device::Gpu(0)` for any GPU).
@@ -346,6 +352,25 @@ pub fn same_shape(_: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape
     Ok(())
 }
 
+/// [`same_shape`] over partially known shapes: every input and output has
+/// one shape, merged dimension by dimension (0 unknown); nothing known is
+/// not an error.
+pub fn same_shape_partial(_: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+    let mut merged: Option<Shape> = None;
+    for s in ins.iter().chain(outs.iter()).flatten() {
+        match &mut merged {
+            None => merged = Some(s.clone()),
+            Some(m) => crate::shape::merge_partial(m, s)?,
+        }
+    }
+    if let Some(m) = merged {
+        for s in ins.iter_mut().chain(outs.iter_mut()) {
+            *s = Some(m.clone());
+        }
+    }
+    Ok(())
+}
+
 /// Dtype inference: every input and output has one dtype.
 pub fn same_dtype(_: &Attrs, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
     let known = ins.iter().chain(outs.iter()).flatten().next().copied();
@@ -377,6 +402,7 @@ impl OpDef {
             outputs: fixed_names(&["output"]),
             aux_states: fixed_names(&[]),
             infer_shape: Arc::new(same_shape),
+            infer_shape_partial: Some(Arc::new(same_shape_partial)),
             infer_type: Arc::new(same_dtype),
             forward: Vec::new(),
             forward_dynamic: None,
@@ -469,12 +495,28 @@ impl OpDef {
         self
     }
 
-    /// Shape inference.
+    /// Shape inference over complete shapes. It replaces any partial
+    /// inference set before (see [`OpDef::infer_shape_partial`]).
     pub fn infer_shape(
         mut self,
         f: impl Fn(&Attrs, &mut [Option<Shape>], &mut [Option<Shape>]) -> Result<()> + Send + Sync + 'static,
     ) -> Self {
         self.infer_shape = Arc::new(f);
+        self.infer_shape_partial = None;
+        self
+    }
+
+    /// Shape inference that also understands partially known shapes (a
+    /// dimension of 0 unknown), used for both: imperative calls pass
+    /// complete shapes, graph inference partial ones. Use it when one
+    /// function serves both (a zero-size extent then reads as unknown, as
+    /// in MXNet's legacy shape semantics); otherwise set
+    /// [`OpDef::infer_shape`] and then this with a second function.
+    pub fn infer_shape_partial(
+        mut self,
+        f: impl Fn(&Attrs, &mut [Option<Shape>], &mut [Option<Shape>]) -> Result<()> + Send + Sync + 'static,
+    ) -> Self {
+        self.infer_shape_partial = Some(Arc::new(f));
         self
     }
 

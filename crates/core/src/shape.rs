@@ -13,6 +13,30 @@ pub fn shape(dims: &[usize]) -> Shape {
     Shape::from_slice(dims)
 }
 
+/// Merges the partially known shape `new` into `have` (a dimension of 0 is
+/// unknown, as in MXNet's legacy shapes): unknown dimensions of `have` take
+/// `new`'s; ranks or known dimensions that differ are an error.
+pub fn merge_partial(have: &mut Shape, new: &[usize]) -> Result<()> {
+    let conflict = || Error::Shape(format!("shapes {:?} and {new:?} must be equal", have.as_slice()));
+    if have.len() != new.len() {
+        return Err(conflict());
+    }
+    if have.iter().zip(new).any(|(&h, &n)| h != 0 && n != 0 && h != n) {
+        return Err(conflict());
+    }
+    for (h, &n) in have.iter_mut().zip(new) {
+        if *h == 0 {
+            *h = n;
+        }
+    }
+    Ok(())
+}
+
+/// True when no dimension of `s` is 0 (unknown in a partial shape).
+pub fn is_known(s: &[usize]) -> bool {
+    !s.contains(&0)
+}
+
 /// Number of elements of a shape (1 for 0-d).
 #[inline]
 pub fn numel(shape: &[usize]) -> usize {

@@ -4,9 +4,11 @@
 //!
 //! Shapes are partial as in MXNet 1.x: `None` is an unknown shape and a
 //! dimension of 0 an unknown extent (so `(64, 0)` is a weight whose input
-//! size is still to be learnt). An operator sees a shape only once it is
-//! complete; what it fills in is checked against what is already known, and
-//! a conflict is an error naming the node, its operator and both shapes.
+//! size is still to be learnt). An operator with partial inference
+//! (`OpDef::infer_shape_partial`) sees every shape known so far; any other
+//! sees a shape only once it is complete. What an operator fills in is
+//! checked against what is already known, and a conflict is an error naming
+//! the node, its operator and both shapes.
 
 use crate::indexed::IndexedGraph;
 use crate::symbol::{parse_shape, shape_string};
@@ -192,18 +194,29 @@ fn infer_node_shape(g: &IndexedGraph, n: usize, shapes: &mut [PartialShape]) -> 
     if in_entries.iter().chain(&out_entries).all(|&e| is_complete(&shapes[e])) {
         return Ok(false);
     }
-    let full = |e: &usize| is_complete(&shapes[*e]).then(|| Shape::from_slice(shapes[*e].as_ref().unwrap()));
-    let mut ins: Vec<Option<Shape>> = in_entries.iter().map(full).collect();
-    let mut outs: Vec<Option<Shape>> = out_entries.iter().map(full).collect();
-    let known = ins.clone();
-    if !node_inference(
-        g,
-        n,
-        &known,
-        || (call.op.infer_shape)(&call.attrs, &mut ins, &mut outs),
-        Error::Shape,
-    )? {
-        return Ok(false);
+    let (mut ins, mut outs);
+    if let Some(partial) = &call.op.infer_shape_partial {
+        // The operator reads partial shapes and errs only on a conflict.
+        let given = |e: &usize| shapes[*e].as_deref().map(Shape::from_slice);
+        ins = in_entries.iter().map(given).collect::<Vec<_>>();
+        outs = out_entries.iter().map(given).collect::<Vec<_>>();
+        guarded(|| partial(&call.attrs, &mut ins, &mut outs))
+            .map_err(|e| Error::Shape(format!("node `{}` ({}): {e}", node.name, call.op.name)))?;
+    } else {
+        let full =
+            |e: &usize| is_complete(&shapes[*e]).then(|| Shape::from_slice(shapes[*e].as_ref().unwrap()));
+        ins = in_entries.iter().map(full).collect();
+        outs = out_entries.iter().map(full).collect();
+        let known = ins.clone();
+        if !node_inference(
+            g,
+            n,
+            &known,
+            || (call.op.infer_shape)(&call.attrs, &mut ins, &mut outs),
+            Error::Shape,
+        )? {
+            return Ok(false);
+        }
     }
     let mut changed = false;
     for (k, (slot, &e)) in ins.iter().zip(&in_entries).chain(outs.iter().zip(&out_entries)).enumerate() {

@@ -52,8 +52,10 @@ _CONTRIB = "_contrib_"
 def refresh(namespace):
     """Adds (or replaces) a function in ``namespace`` for every registry
     operator; one named ``_contrib_NAME`` also goes into the ``contrib``
-    module of ``namespace`` (when it has one) as ``NAME``."""
+    module of ``namespace`` (when it has one) as ``NAME``, and one named
+    ``_NAME`` into its ``_internal`` module."""
     contrib = namespace.get("contrib")
+    internal = namespace.get("_internal")
     for name, aliases, doc, arguments, attrs, variadic in _oxnet.list_ops():
         handle = _oxnet.op_handle(name)
         docstring = _docstring(name, aliases, doc, arguments, attrs, variadic)
@@ -61,5 +63,7 @@ def refresh(namespace):
             if n in _RESERVED:
                 continue
             namespace[n] = _make(n, handle, docstring)
+            if internal is not None and n.startswith("_"):
+                setattr(internal, n, namespace[n])
             if contrib is not None and n.startswith(_CONTRIB):
                 setattr(contrib, n[len(_CONTRIB):], namespace[n])

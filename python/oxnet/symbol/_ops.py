@@ -54,8 +54,10 @@ def _make(fname, op_name, attr_names):
 def refresh(namespace):
     """Adds (or replaces) a function in ``namespace`` for every registry
     operator; one named ``_contrib_NAME`` also goes into the ``contrib``
-    module of ``namespace`` (when it has one) as ``NAME``."""
+    module of ``namespace`` (when it has one) as ``NAME``, and one named
+    ``_NAME`` into its ``_internal`` module."""
     contrib = namespace.get("contrib")
+    internal = namespace.get("_internal")
     for name, aliases, doc, arguments, attrs, variadic in _oxnet.list_ops():
         docstring = _docstring(name, aliases, doc, arguments, attrs, variadic).replace("NDArray", "Symbol")
         attr_names = [a[0] for a in attrs]
@@ -65,5 +67,7 @@ def refresh(namespace):
             f = _make(n, n, attr_names)
             f.__doc__ = docstring
             namespace[n] = f
+            if internal is not None and n.startswith("_"):
+                setattr(internal, n, f)
             if contrib is not None and n.startswith(_CONTRIB):
                 setattr(contrib, n[len(_CONTRIB):], f)

@@ -260,7 +260,10 @@ class Symbol:
         unknown = [k for k in shapes if k not in inputs]
         if unknown:
             raise MXNetError(f"{what}: the symbol has no input named {', '.join(map(repr, unknown))}")
-        return {k: [int(d) for d in s] for k, s in shapes.items()}
+        # Under NumPy-shape semantics MXNet writes an unknown extent as -1,
+        # otherwise as 0; the graph layer takes 0.
+        unknown = -1 if is_np_shape() else 0
+        return {k: [0 if int(d) == unknown else int(d) for d in s] for k, s in shapes.items()}
 
     def infer_shape(self, *args, **kwargs):
         """``(arg_shapes, out_shapes, aux_shapes)`` from some input shapes;
@@ -271,10 +274,14 @@ class Symbol:
         return [tuple(s) for s in arg], [tuple(s) for s in out], [tuple(s) for s in aux]
 
     def infer_shape_partial(self, *args, **kwargs):
-        """Like ``infer_shape``, with unknown shapes as ``()`` and unknown
-        dimensions as 0."""
+        """Like ``infer_shape``, with what is still unknown reported as MXNet
+        does: an unknown shape as ``()`` and an unknown extent as 0, or under
+        NumPy-shape semantics (``mx.np_shape()``) as ``None`` and -1."""
         arg, out, aux = self._h.infer_shape(self._shape_kwargs(args, kwargs, "infer_shape_partial"), True)
-        fix = lambda lst: [() if s is None else tuple(s) for s in lst]  # noqa: E731
+        if is_np_shape():
+            fix = lambda lst: [None if s is None else tuple(-1 if d == 0 else d for d in s) for s in lst]  # noqa: E731
+        else:
+            fix = lambda lst: [() if s is None else tuple(s) for s in lst]  # noqa: E731
         return fix(arg), fix(out), fix(aux)
 
     def infer_type(self, *args, **kwargs):

@@ -187,6 +187,7 @@ pub fn cases() -> Vec<Case> {
         // zero gradient by definition
         case("sign", &[], vec![m(&[2, 3])]),
         case("BlockGrad", &[], vec![m(&[2, 3])]),
+        case("_identity_with_attr_like_rhs", &[], vec![m(&[2, 3]), m(&[2, 3])]),
         case("zeros_like", &[], vec![m(&[2, 3])]),
         case("ones_like", &[], vec![m(&[2, 3])]),
         // --- activations
@@ -296,6 +297,39 @@ pub fn cases() -> Vec<Case> {
             "FullyConnected",
             &[("num_hidden", "4"), ("no_bias", "True"), ("flatten", "False")],
             vec![m(&[2, 2, 3]), m(&[4, 3])],
+        ),
+        // --- convolution, pooling, normalization
+        case(
+            "Convolution",
+            &[("kernel", "(2, 2)"), ("num_filter", "3"), ("pad", "(1, 0)"), ("stride", "(2, 1)")],
+            vec![m(&[2, 2, 4, 3]), m(&[3, 2, 2, 2]), m(&[3])],
+        ),
+        case(
+            "Convolution",
+            &[
+                ("kernel", "(3,)"),
+                ("num_filter", "4"),
+                ("num_group", "2"),
+                ("no_bias", "True"),
+                ("dilate", "(2,)"),
+            ],
+            vec![m(&[2, 4, 7]), m(&[4, 2, 3])],
+        ),
+        case("Pooling", &[("kernel", "(2, 2)"), ("stride", "(1, 2)")], vec![m(&[2, 2, 3, 4])]),
+        case(
+            "Pooling",
+            &[("kernel", "(3,)"), ("pool_type", "avg"), ("pad", "(1,)"), ("pooling_convention", "full")],
+            vec![m(&[2, 2, 5])],
+        ),
+        case(
+            "BatchNorm",
+            &[("fix_gamma", "False")],
+            vec![m(&[3, 2, 2]), pos(&[2]), m(&[2]), x(&[2]).no_grad(), pos(&[2]).no_grad()],
+        ),
+        case(
+            "BatchNorm",
+            &[("use_global_stats", "True"), ("axis", "-1")],
+            vec![m(&[3, 2, 2]), pos(&[2]), m(&[2]), x(&[2]).no_grad(), pos(&[2]).no_grad()],
         ),
         // --- softmax family and losses
         case("softmax", &[], vec![m(&[2, 4])]),

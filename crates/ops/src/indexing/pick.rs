@@ -140,17 +140,52 @@ fn pick_attrs(def: OpDef) -> OpDef {
 }
 
 fn check_slot(slot: &mut Option<Shape>, want: Shape, what: &str, op: &str) -> Result<()> {
-    match slot {
-        Some(have) if *have != want => Err(Error::Shape(format!(
-            "{op}: {what} has shape {:?}, expected {:?}",
-            have.as_slice(),
-            want.as_slice()
-        ))),
-        _ => {
-            *slot = Some(want);
-            Ok(())
-        }
+    let before = slot.clone();
+    crate::partial_shape::merge(slot, &want, what).map_err(|_| {
+        let have = before.unwrap_or_default();
+        Error::Shape(format!("{op}: {what} has shape {:?}, expected {:?}", have.as_slice(), want.as_slice()))
+    })
+}
+
+/// `pick`'s shapes from data's (partial shapes welcome: 0 unknown).
+fn pick_infer(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+    let Some(data) = ins[0].clone() else {
+        return Ok(());
+    };
+    check_index_slot(&mut ins[1], &data, attrs, "pick")?;
+    check_slot(&mut outs[0], pick_shape(&data, attrs)?, "output", "pick")
+}
+
+/// `where` over partial shapes: x, y and the output share one shape; as in
+/// MXNet nothing is inferred until the condition's shape is complete.
+fn where_infer_partial(_: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+    let Some(c) = ins[0].clone().filter(|c| oxnet_core::shape::is_known(c)) else {
+        return Ok(());
+    };
+    let mut xy = [ins[1].take(), ins[2].take()];
+    oxnet_core::op::same_shape_partial(&Attrs::empty(), &mut xy, outs)?;
+    [ins[1], ins[2]] = xy;
+    let s = match &ins[1] {
+        Some(s) => s.clone(),
+        None if c.len() > 1 => c.clone(),
+        None => return Ok(()),
+    };
+    if c.len() == s.len() {
+        let mut filled = Some(s);
+        crate::partial_shape::merge(&mut filled, &c, "where: x (from the condition)")?;
+        let mut xy = [filled.clone(), None];
+        oxnet_core::op::same_shape_partial(&Attrs::empty(), &mut xy, outs)?;
+        (ins[1], ins[2]) = (filled.clone(), filled);
+    } else if c.len() == 1 && !s.is_empty() {
+        crate::partial_shape::merge_dim(c[0], s[0], "where: the 1-d condition and x's first axis")?;
+    } else {
+        return Err(Error::Shape(format!(
+            "where: condition has shape {:?}; it must have x's shape {} or be 1-d",
+            c.as_slice(),
+            crate::partial_shape::show(&s)
+        )));
     }
+    Ok(())
 }
 
 // ---------------------------------------------------------------- one_hot
@@ -208,13 +243,8 @@ pub(super) fn register() {
                  (`mode`). Not differentiable with respect to `index`.",
             )
             .arguments(&["data", "index"])
-            .infer_shape(|attrs, ins, outs| {
-                let Some(data) = ins[0].clone() else {
-                    return Ok(());
-                };
-                check_index_slot(&mut ins[1], &data, attrs, "pick")?;
-                check_slot(&mut outs[0], pick_shape(&data, attrs)?, "output", "pick")
-            })
+            .infer_shape(pick_infer)
+            .infer_shape_partial(pick_infer)
             .infer_type(|_, ins, outs| {
                 outs[0] = ins[0];
                 Ok(())
@@ -297,6 +327,7 @@ pub(super) fn register() {
                 }
                 Ok(())
             })
+            .infer_shape_partial(where_infer_partial)
             .infer_type(|_, ins, outs| {
                 let mut xy = [ins[1], ins[2]];
                 oxnet_core::op::same_dtype(&Attrs::empty(), &mut xy, outs)?;

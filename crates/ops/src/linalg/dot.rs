@@ -1,6 +1,7 @@
 //! `dot` and `batch_dot`.
 
 use super::{batch_dot_op, dot_op, fmt_shape, gemm_arrays, reshape_op};
+use crate::partial_shape::{merge, merge_dim, show};
 use oxnet_core::attrs::Attrs;
 use oxnet_core::shape::{numel, Shape};
 use oxnet_core::{
@@ -188,6 +189,64 @@ fn batch_plan(l: &[usize], r: &[usize], ta: bool, tb: bool) -> Result<(usize, us
     Ok((numel(&l[..nd - 2]), m, kl, n, out))
 }
 
+/// `dot` over partial shapes (0 = unknown extent): the contracted extents
+/// fill each other, the output takes the other axes as they are known.
+fn dot_infer_partial(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+    let (ta, tb) = flags(attrs)?;
+    let (Some(mut l), Some(mut r)) = (ins[0].clone(), ins[1].clone()) else {
+        return Ok(());
+    };
+    if l.is_empty() || r.is_empty() {
+        return Err(Error::Shape(format!(
+            "dot needs operands of rank >= 1, got lhs {} and rhs {}",
+            show(&l),
+            show(&r)
+        )));
+    }
+    let la = if ta { 0 } else { l.len() - 1 };
+    let ra = if tb { r.len() - 1 } else { 0 };
+    let Ok(k) = merge_dim(l[la], r[ra], "dot") else {
+        // the complete rule names both shapes
+        return dot_plan(&l, &r, ta, tb).map(|_| ());
+    };
+    if k == 0 {
+        return Ok(());
+    }
+    (l[la], r[ra]) = (k, k);
+    let plan = dot_plan(&l, &r, ta, tb)?;
+    (ins[0], ins[1]) = (Some(l), Some(r));
+    merge(&mut outs[0], &plan.out_shape, "dot: the output")
+}
+
+/// `batch_dot` over partial shapes: the batch axes fill each other; the
+/// output is known once both operands' matrix axes are (as in MXNet).
+fn batch_dot_infer_partial(
+    attrs: &Attrs,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
+    let (ta, tb) = flags(attrs)?;
+    let (Some(mut l), Some(mut r)) = (ins[0].clone(), ins[1].clone()) else {
+        return Ok(());
+    };
+    if l.len() < 3 || l.len() != r.len() {
+        return batch_plan(&l, &r, ta, tb).map(|_| ());
+    }
+    let nd = l.len();
+    for i in 0..nd - 2 {
+        let Ok(b) = merge_dim(l[i], r[i], "batch_dot") else {
+            return batch_plan(&l, &r, ta, tb).map(|_| ());
+        };
+        (l[i], r[i]) = (b, b);
+    }
+    if l[nd - 2..].contains(&0) || r[nd - 2..].contains(&0) {
+        return Ok(());
+    }
+    let (.., shape) = batch_plan(&l, &r, ta, tb)?;
+    (ins[0], ins[1]) = (Some(l), Some(r));
+    merge(&mut outs[0], &shape, "batch_dot: the output")
+}
+
 fn batch_dot_forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<()> {
     let req = ctx.req[0];
     if req == Req::Null {
@@ -279,6 +338,7 @@ pub(super) fn register() {
             let p = dot_plan(l, r, ta, tb)?;
             check_out(outs, p.out_shape, "dot")
         })
+        .infer_shape_partial(dot_infer_partial)
         .forward(dot_forward)
         .grad_rule(dot_grad),
     );
@@ -302,6 +362,7 @@ pub(super) fn register() {
             let (.., shape) = batch_plan(l, r, ta, tb)?;
             check_out(outs, shape, "batch_dot")
         })
+        .infer_shape_partial(batch_dot_infer_partial)
         .forward(batch_dot_forward)
         .grad_rule(batch_dot_grad),
     );

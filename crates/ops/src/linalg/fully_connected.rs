@@ -1,6 +1,7 @@
 //! `FullyConnected`: `out = data·weightᵀ + bias`.
 
 use super::{dot_op, fmt_shape, gemm_arrays, reshape_op};
+use crate::partial_shape::{merge, merge_dim, product, show};
 use crate::util::{call, call_into};
 use oxnet_core::attrs::Attrs;
 use oxnet_core::shape::{numel, Shape};
@@ -93,6 +94,47 @@ fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shap
             Ok(())
         }
     }
+}
+
+/// FullyConnected's inference over partial shapes (0 = unknown extent): the
+/// weight's and bias's shapes from data's known axes, data's leading axes
+/// from the output's, and one unknown feature axis of data from the weight.
+fn infer_shape_partial(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+    let p = params(attrs)?;
+    merge(&mut ins[1], &[p.num_hidden, 0], "FullyConnected: weight")?;
+    if !p.no_bias {
+        merge(&mut ins[2], &[p.num_hidden], "FullyConnected: bias")?;
+    }
+    if ins[0].is_none() && !p.flatten {
+        // without flattening, data has the output's rank
+        if let Some(o) = &outs[0] {
+            ins[0] = Some(o.iter().copied().take(o.len().saturating_sub(1)).chain([0]).collect());
+        }
+    }
+    let Some(mut data) = ins[0].clone() else { return Ok(()) };
+    let (_, _, split) = data_matrix(&data, p.flatten)?;
+    let out = out_shape(&data, &p);
+    merge(&mut outs[0], &out, "FullyConnected: the output")?;
+    let o = outs[0].clone().unwrap_or_default();
+    for (d, &od) in data[..split].iter_mut().zip(&o) {
+        *d = merge_dim(*d, od, "FullyConnected: data's leading axes and the output's")?;
+    }
+    let features = &mut data[split..];
+    let in_features = ins[1].as_ref().map_or(0, |w| w[1]);
+    let unknown: Vec<usize> = (0..features.len()).filter(|&i| features[i] == 0).collect();
+    if let ([only], true) = (unknown.as_slice(), in_features != 0) {
+        let rest: usize = features.iter().filter(|&&d| d != 0).product();
+        if in_features % rest != 0 {
+            return Err(Error::Shape(format!(
+                "FullyConnected: weight has {in_features} input features, which data of shape {} cannot have",
+                show(&data)
+            )));
+        }
+        features[*only] = in_features / rest;
+    }
+    merge(&mut ins[1], &[p.num_hidden, product(&data[split..])], "FullyConnected: weight")?;
+    ins[0] = Some(data);
+    Ok(())
 }
 
 /// Adds `bias` to every row of the `rows x n` matrix `out`.
@@ -195,6 +237,7 @@ pub(super) fn register() {
             })
             .accepts_strided()
             .infer_shape(infer_shape)
+            .infer_shape_partial(infer_shape_partial)
             .forward(|ctx, inputs, outputs| {
                 // the bias is read as a slice: make it contiguous
                 if inputs.len() > 2 && !inputs[2].is_contiguous() {

@@ -38,18 +38,9 @@ fn dims(attrs: &Attrs) -> Result<(usize, usize)> {
 }
 
 /// Fills `slot` with `want` or checks that it agrees.
+/// (Partial shapes welcome: a dimension of 0 is unknown and learnt.)
 fn fill(slot: &mut Option<Shape>, want: Shape, what: &str) -> Result<()> {
-    match slot {
-        Some(have) if *have != want => Err(Error::Shape(format!(
-            "Embedding: {what} has shape {:?}, expected {:?}",
-            have.as_slice(),
-            want.as_slice()
-        ))),
-        _ => {
-            *slot = Some(want);
-            Ok(())
-        }
-    }
+    crate::partial_shape::merge(slot, &want, &format!("Embedding: {what}"))
 }
 
 fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
@@ -162,6 +153,7 @@ pub(super) fn register() {
                 Ok(Arc::new(()))
             })
             .infer_shape(infer_shape)
+            .infer_shape_partial(infer_shape)
             .infer_type(infer_type)
             .forward(forward)
             .grad_rule(grad),

@@ -1,10 +1,13 @@
 //! concat, stack, split: joining arrays along an axis and cutting one apart.
 
 use super::{reshape_grad, set_shape};
+use crate::partial_shape::{merge, show};
 use oxnet_core::op::OpContext;
 use oxnet_core::shape::{normalize_axis, Shape};
 use oxnet_core::store::store_slice;
-use oxnet_core::{registry, AttrKind, AttrSpec, AttrValue, Element, Error, NDArray, OpDef, Req, Result};
+use oxnet_core::{
+    registry, AttrKind, AttrSpec, AttrValue, Attrs, Element, Error, NDArray, OpDef, Req, Result,
+};
 
 /// Copies `srcs[i]`, seen as (outer, extents[i] * inner), side by side into
 /// `dst`, seen as (outer, sum(extents) * inner).
@@ -130,6 +133,121 @@ fn concat_infer(dim: i64, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>])
     }
 }
 
+/// `concat` over partial shapes (0 = unknown extent): the axes other than
+/// `dim` agree across the inputs and the output; the output's extent on
+/// `dim` is the inputs' sum, and one input's unknown extent is what the
+/// output has left.
+fn concat_infer_partial(dim: i64, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+    let Some(rank) = ins.iter().chain(outs.iter()).flatten().map(|s| s.len()).next() else {
+        return Ok(());
+    };
+    if rank == 0 {
+        return Err(Error::Shape("concat needs inputs of rank at least 1, got a 0-d shape".into()));
+    }
+    let axis = normalize_axis(dim, rank)?;
+    let mut common: Shape = Shape::from_elem(0, rank);
+    for (i, s) in ins.iter().chain(outs.iter()).enumerate() {
+        let Some(s) = s else { continue };
+        let what = if i < ins.len() { format!("concat: input {i}") } else { "concat: the output".into() };
+        let mut want = common.clone();
+        want[axis] = s.get(axis).copied().unwrap_or(0);
+        let mut slot = Some(s.clone());
+        merge(&mut slot, &want, &what)?;
+        common = slot.unwrap();
+        common[axis] = 0;
+    }
+    let mut extents: Vec<usize> = ins.iter().map(|s| s.as_ref().map_or(0, |s| s[axis])).collect();
+    let total = outs[0].as_ref().map_or(0, |o| o[axis]);
+    let known: usize = extents.iter().sum();
+    let unknown: Vec<usize> = (0..extents.len()).filter(|&i| extents[i] == 0).collect();
+    let out_extent = match unknown.as_slice() {
+        [] => known,
+        [only] if total != 0 => {
+            if total < known {
+                return Err(Error::Shape(format!(
+                    "concat: the output's extent {total} on axis {axis} cannot hold inputs of {known}"
+                )));
+            }
+            extents[*only] = total - known;
+            total
+        }
+        _ => 0,
+    };
+    for (slot, &n) in ins.iter_mut().zip(&extents) {
+        let mut want = common.clone();
+        want[axis] = n;
+        merge(slot, &want, "concat: an input")?;
+    }
+    let mut want = common;
+    want[axis] = out_extent;
+    merge(&mut outs[0], &want, "concat: the output")
+}
+
+/// `split` over partial shapes: every piece has one shape, the input's with
+/// the cut axis divided (or dropped under `squeeze_axis`), and back.
+fn split_infer_partial(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+    let n = outs.len();
+    let squeeze = attrs.bool("squeeze_axis")?;
+    let mut piece: Option<Shape> = None;
+    for (j, o) in outs.iter().enumerate() {
+        if let Some(o) = o {
+            merge(&mut piece, o, &format!("split: output {j}"))?;
+        }
+    }
+    // the input's rank, from itself or from a piece
+    let rank = match (&ins[0], &piece) {
+        (Some(x), _) => x.len(),
+        (None, Some(p)) if squeeze => p.len() + 1,
+        (None, Some(p)) => p.len(),
+        (None, None) => return Ok(()),
+    };
+    if rank == 0 {
+        return Err(Error::Shape("split needs an input of rank at least 1, got a 0-d array".into()));
+    }
+    let axis = normalize_axis(attrs.int("axis")?, rank)?;
+    let mut x: Shape = ins[0].clone().unwrap_or_else(|| Shape::from_elem(0, rank));
+    if let Some(p) = &piece {
+        let mut from_piece = p.clone();
+        if squeeze {
+            if rank == 1 {
+                from_piece.clear();
+            }
+            from_piece.insert(axis, n);
+        } else {
+            from_piece[axis] *= n;
+        }
+        let mut slot = Some(x);
+        merge(&mut slot, &from_piece, "split: the input")?;
+        x = slot.unwrap();
+    }
+    if x[axis] % n != 0 {
+        return Err(Error::Shape(format!(
+            "split: axis {axis} of shape {} (extent {}) cannot be cut into {n} equal pieces",
+            show(&x),
+            x[axis]
+        )));
+    }
+    let mut p = x.clone();
+    p[axis] = x[axis] / n;
+    if squeeze {
+        if p[axis] != 1 && p[axis] != 0 {
+            return Err(Error::Shape(format!(
+                "split with squeeze_axis: axis {axis} of shape {} must have extent num_outputs = {n}",
+                show(&x)
+            )));
+        }
+        p.remove(axis);
+        if p.is_empty() {
+            p.push(1);
+        }
+    }
+    ins[0] = Some(x);
+    for (j, o) in outs.iter_mut().enumerate() {
+        merge(o, &p, &format!("split: output {j}"))?;
+    }
+    Ok(())
+}
+
 fn prod(s: &[usize]) -> usize {
     s.iter().product()
 }
@@ -143,6 +261,7 @@ pub(super) fn register() {
             .attr(AttrSpec::optional("dim", AttrKind::Int, 1i64, "the axis to join along"))
             .arguments_fn(|attrs| names("arg", attrs.int("num_args")?, "num_args"))
             .infer_shape(|attrs, ins, outs| concat_infer(attrs.int("dim")?, ins, outs))
+            .infer_shape_partial(|attrs, ins, outs| concat_infer_partial(attrs.int("dim")?, ins, outs))
             .forward(|ctx, inputs, outputs| {
                 let out = &outputs[0];
                 let axis = normalize_axis(ctx.attrs.int("dim")?, out.ndim())?;
@@ -287,6 +406,7 @@ pub(super) fn register() {
                 }
                 Ok(())
             })
+            .infer_shape_partial(split_infer_partial)
             .forward(|ctx, inputs, outputs| {
                 let x = &inputs[0];
                 let axis = normalize_axis(ctx.attrs.int("axis")?, x.ndim())?;

@@ -1,6 +1,7 @@
 //! reshape, reshape_like, flatten, expand_dims, squeeze, transpose, cast.
 
 use super::{reshape_grad, set_shape, store_view};
+use crate::partial_shape::merge;
 use oxnet_core::op::OpContext;
 use oxnet_core::shape::{normalize_axis, resolve_reshape, Shape};
 use oxnet_core::{registry, AttrKind, AttrSpec, AttrValue, DType, Error, NDArray, OpDef, Result};
@@ -222,6 +223,21 @@ pub(super) fn register() {
                 let perm = permutation(attrs.ints("axes")?, x.len())?;
                 let s: Shape = perm.iter().map(|a| x[*a]).collect();
                 set_shape(&mut outs[0], s, "the output of transpose")
+            })
+            .infer_shape_partial(|attrs, ins, outs| {
+                // partial shapes: the output's known extents flow back too
+                let Some(rank) = ins[0].as_ref().or(outs[0].as_ref()).map(|s| s.len()) else { return Ok(()) };
+                let perm = permutation(attrs.ints("axes")?, rank)?;
+                if let Some(o) = outs[0].clone() {
+                    let mut back = Shape::from_elem(0, rank);
+                    for (i, &a) in perm.iter().enumerate() {
+                        back[a] = *o.get(i).unwrap_or(&0);
+                    }
+                    merge(&mut ins[0], &back, "transpose: data")?;
+                }
+                let Some(x) = ins[0].clone() else { return Ok(()) };
+                let s: Shape = perm.iter().map(|a| x[*a]).collect();
+                merge(&mut outs[0], &s, "transpose: the output")
             })
             .accepts_strided()
             .forward(|ctx, inputs, outputs| {
