@@ -305,3 +305,51 @@ def test_loads_a_checkpoint_written_by_mxnet_and_predicts_the_same(tmp_path):
     assert sorted(ours) == sorted(theirs)
     for key, value in theirs.items():
         np.testing.assert_array_equal(ours[key].asnumpy(), value.asnumpy())
+
+
+class _DictKVStore:
+    """A minimal in-process kvstore (what Module asks of one), to check the
+    update-on-kvstore path of Module against the direct updater path."""
+
+    type = "local"
+
+    def __init__(self):
+        self.store, self.updater, self.keys = {}, None, {}
+
+    def is_capable(self, capability):
+        return capability == "optimizer"
+
+    def set_optimizer(self, optimizer):
+        self.updater = mx.optimizer.get_updater(optimizer)
+
+    def init(self, key, value):
+        self.keys[key] = len(self.keys)
+        self.store[key] = value.copy()
+
+    def pull(self, key, out, priority=0):
+        for o in out:
+            self.store[key].copyto(o)
+
+    def pushpull(self, key, value, out=None, priority=0):
+        grad = value[0].copy()
+        for v in value[1:]:
+            grad += v
+        self.updater(self.keys[key], grad, self.store[key])
+        self.pull(key, out, priority)
+
+
+def test_update_on_a_kvstore_matches_the_direct_updater():
+    x, y, w0 = _regression_data()
+    results = []
+    for kv in (None, _DictKVStore()):
+        it = mx.io.NDArrayIter(x, y, batch_size=10, label_name="label")
+        mod = mx.mod.Module(_regression_loss(), data_names=("data",), label_names=("label",))
+        mod.fit(it, num_epoch=3, kvstore=kv, optimizer="sgd", optimizer_params={"learning_rate": 0.5, "momentum": 0.9},
+                eval_metric=mx.metric.Loss(), arg_params={"fc_weight": mx.nd.array(w0), "fc_bias": mx.nd.zeros((1,))})
+        assert mod._update_on_kvstore is (kv is not None)
+        results.append(mod.get_params()[0]["fc_weight"].asnumpy())
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
+    assert not np.allclose(results[0], w0)
+    with pytest.raises(TypeError, match="kvstore must be KVStore, str or None"):
+        mx.mod.Module(_regression_loss(), data_names=("data",), label_names=("label",)).fit(
+            mx.io.NDArrayIter(x, y, batch_size=10, label_name="label"), num_epoch=1, kvstore=3)

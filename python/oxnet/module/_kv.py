@@ -41,8 +41,9 @@ def create_kvstore(kvstore, num_device, arg_params):
                 max_size = max(int(np.prod(p.shape)) for p in arg_params.values())
                 if max_size > 1024 * 1024 * 16:
                     update_on_kvstore = False
-    elif all(hasattr(kvstore, m) for m in ("init", "push", "pull")):
-        kv = kvstore
+    elif hasattr(kvstore, "init") and hasattr(kvstore, "pull") and (hasattr(kvstore, "pushpull")
+                                                                   or hasattr(kvstore, "push")):
+        kv = kvstore  # a KVStore, or any object with its init/push/pull methods
     else:
         raise TypeError(f"kvstore must be KVStore, str or None, got {type(kvstore).__name__}")
     if kv is None:
