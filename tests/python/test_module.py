@@ -353,3 +353,15 @@ def test_update_on_a_kvstore_matches_the_direct_updater():
     with pytest.raises(TypeError, match="kvstore must be KVStore, str or None"):
         mx.mod.Module(_regression_loss(), data_names=("data",), label_names=("label",)).fit(
             mx.io.NDArrayIter(x, y, batch_size=10, label_name="label"), num_epoch=1, kvstore=3)
+
+
+def test_module_checkpoint_callback_saves_optimizer_states(tmp_path):
+    x, y, w0 = _regression_data()
+    mod = mx.mod.Module(_regression_loss(), data_names=("data",), label_names=("label",))
+    prefix = str(tmp_path / "mc")
+    mod.fit(mx.io.NDArrayIter(x, y, batch_size=10, label_name="label"), num_epoch=2, optimizer="adam",
+            eval_metric=mx.metric.Loss(), epoch_end_callback=mx.callback.module_checkpoint(mod, prefix, 1, True))
+    for name in ("-symbol.json", "-0001.params", "-0001.states", "-0002.params", "-0002.states"):
+        assert os.path.exists(prefix + name)
+    with open(prefix + "-0002.states", "rb") as f:
+        assert f.read() == mod._updater.get_states()

@@ -197,8 +197,7 @@ class BoundGraph:
 
     def get_output_shapes(self):
         """``(name, shape)`` of every output for the bound input shapes."""
-        _, out_shapes, _ = self.symbol.infer_shape(**self._input_shapes())
-        return list(zip(self.output_names, [tuple(s) for s in out_shapes]))
+        return list(zip(self.output_names, [tuple(o.shape) for o in self.exec.outputs]))
 
     def get_input_grads(self):
         """Gradients of the data inputs, in ``data_shapes`` order."""
