@@ -38,7 +38,7 @@
 //! | [`indexing`] | gathering by index: `take`, `pick`, `one_hot`, `where` |
 //! | [`linalg`] | matrix products: `dot`, `batch_dot`, `FullyConnected` |
 //! | [`nn`] | layers: activations, softmax family, losses, `Dropout`, `Embedding`, `CTCLoss` |
-//! | [`conv`] | `Convolution` (1-D to 3-D, grouped and depth-wise, dilated) by im2col and the matrix product |
+//! | [`conv`] | `Convolution` (1-D to 3-D, grouped and depth-wise, dilated) and `Deconvolution`, by im2col and the matrix product |
 //! | [`pool`] | `Pooling`: max, avg, sum, lp over 1-D to 3-D windows; global; valid, full and same conventions |
 //! | [`norm`] | `BatchNorm`, its moving statistics auxiliary states |
 //! | [`optimizer`] | the optimizers' update steps (`sgd_mom_update`, `adam_update`, multi-tensor forms) |

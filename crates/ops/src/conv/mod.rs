@@ -1,9 +1,12 @@
 //! Convolution: `Convolution` (1-D to 3-D, grouped and depth-wise, dilated,
-//! padded, strided), by im2col and the engine's matrix product.
+//! padded, strided) and its transpose `Deconvolution` (with `adj` and
+//! `target_shape`), by im2col/col2im and the engine's matrix product.
 //!
 //! The window geometry ([`geometry`]) is shared with the pooling family.
 
 mod convolution;
+mod deconv_params;
+mod deconvolution;
 pub(crate) mod geometry;
 mod im2col;
 mod params;
@@ -11,9 +14,12 @@ mod params;
 pub(crate) use params::merge as merge_shape;
 
 #[cfg(test)]
+mod deconv_tests;
+#[cfg(test)]
 mod tests;
 
 /// Registers this module's operators.
 pub(crate) fn register() {
     convolution::register();
+    deconvolution::register();
 }

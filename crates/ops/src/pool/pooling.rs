@@ -283,6 +283,7 @@ pub(super) fn register() {
                 Ok(std::sync::Arc::new(()))
             })
             .infer_shape(infer_shape)
+            .infer_shape_partial(infer_shape)
             .forward(forward)
             .backward(|_| BackwardDeps { out_grads: vec![0], inputs: vec![0], outputs: vec![0] }, backward),
     );
