@@ -5,6 +5,7 @@ contexts, and updates every parameter in one call into the Rust optimizer
 (built-in optimizers update all parameters at once).
 """
 
+from .. import kvstore as kvs
 from .. import optimizer as opt
 from ..base import MXNetError
 from .parameter import Parameter, ParameterDict
@@ -19,8 +20,12 @@ class Trainer:
     list of Parameters; ``optimizer``: a registered name (``'sgd'``,
     ``'adam'``, ...) or an ``mx.optimizer.Optimizer``; ``optimizer_params``:
     its keyword arguments (``learning_rate``, ``momentum``, ``wd``, ...).
-    ``kvstore`` and ``update_on_kvstore`` are accepted: oxnet sums
-    gradients over a process's contexts itself and has no distributed store.
+    ``kvstore`` is None, a kvstore type name (``'device'``, ``'local'``,
+    ...) or an ``mx.kv`` store, and ``update_on_kvstore`` is accepted: oxnet
+    sums gradients over a process's contexts itself, which is what a
+    single-process store does. A distributed type (``'dist_sync'``, ...)
+    raises, as ``mx.kv.create`` does: oxnet has no distributed store yet;
+    any other kvstore value is a TypeError.
     """
 
     def __init__(self, params, optimizer, optimizer_params=None, kvstore="device", compression_params=None,
@@ -40,6 +45,10 @@ class Trainer:
             self._param2idx[param.name] = i
             self._params.append(param)
             param._set_trainer(self)
+        if isinstance(kvstore, str) and kvstore.lower() not in kvs.KVStoreBase.kv_registry:
+            kvs.create(kvstore)  # a distributed type (or nccl) says why it cannot be used
+        elif kvstore is not None and not isinstance(kvstore, kvs.KVStoreBase):
+            raise TypeError(f"kvstore must be KVStore, str or None, got {type(kvstore).__name__}")
         self._kvstore_kind = kvstore
         self._compression_params = compression_params
         self._update_on_kvstore = update_on_kvstore
