@@ -240,6 +240,7 @@ pub fn parse_value(kind: &AttrKind, s: &str) -> std::result::Result<AttrValue, S
         AttrKind::OptInt => AttrValue::Int(parse_int(s)?),
         AttrKind::OptInts if is_none(s) => AttrValue::None,
         AttrKind::OptInts => AttrValue::Ints(parse_ints(s)?),
+        AttrKind::DType if is_none(s) => AttrValue::None,
         AttrKind::DType => AttrValue::DType(DType::from_name(s).map_err(|e| e.to_string())?),
         AttrKind::Choice(options) => {
             if options.contains(&s) {
@@ -267,6 +268,7 @@ fn coerce(kind: &AttrKind, value: AttrValue) -> std::result::Result<AttrValue, S
         (AttrKind::Ints | AttrKind::OptInts, V::Int(i)) => V::Ints(vec![i]),
         (AttrKind::OptInt | AttrKind::OptInts, V::None) => V::None,
         (AttrKind::DType, V::DType(d)) => V::DType(d),
+        (AttrKind::DType, V::None) => V::None,
         (AttrKind::DType | AttrKind::Choice(_), V::Str(s)) => parse_value(kind, &s)?,
         (kind, v) => return Err(format!("expected {kind}, got `{v}`")),
     })

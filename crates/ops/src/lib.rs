@@ -42,6 +42,7 @@
 //! | [`pool`] | `Pooling`: max, avg, sum, lp over 1-D to 3-D windows; global; valid, full and same conventions |
 //! | [`norm`] | `BatchNorm`, its moving statistics auxiliary states |
 //! | [`optimizer`] | the optimizers' update steps (`sgd_mom_update`, `adam_update`, multi-tensor forms) |
+//! | [`random`] | sampling from the global generator (`_random_*`, `_sample_*`, `_sample_multinomial`, `_shuffle`) and densities (`_random_pdf_*`) |
 //! | [`kernels`] | shared kernels: matrix products, SIMD maths |
 //!
 //! Families to come take folders of their own beside these (`rnn`,
@@ -58,6 +59,7 @@ pub mod norm;
 pub mod optimizer;
 mod partial_shape;
 pub mod pool;
+pub mod random;
 pub mod reduce;
 pub mod shape_ops;
 pub mod unary;
@@ -78,6 +80,7 @@ fn register() {
     conv::register();
     pool::register();
     norm::register();
+    random::register();
 }
 
 oxnet_core::register_operators!(register);

@@ -73,8 +73,10 @@ normal = random.normal
 random_uniform = random.uniform
 random_normal = random.normal
 
-_keep_ops(["eye", "linspace", "concatenate", "moveaxis", "onehot_encode", "from_numpy"])
+_keep_ops(["eye", "linspace", "concatenate", "moveaxis", "onehot_encode", "from_numpy",
+           "uniform", "normal", "random_uniform", "random_normal"])
 _refresh_ops(globals())
+random.refresh(vars(random), globals())
 
 
 def _binary(name, array_op, scalar_op, reversed_scalar_op, python_op):

@@ -14,8 +14,9 @@ library) is generated here, as in ``mx.nd``.
 
 from .symbol import Symbol, var, Variable, Group, load, load_json, fromjson, trace
 from ._ops import refresh as _refresh_ops
-from . import contrib, _internal
+from . import contrib, _internal, random
 
 __all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson", "trace"]
 
 _refresh_ops(globals())
+random.refresh(vars(random), globals())
