@@ -85,14 +85,16 @@ def normal(loc=0, scale=1, shape=None, dtype=None, ctx=None, out=None, **kwargs)
 
 def randn(*shape, **kwargs):
     """Samples from the normal distribution: ``randn(2, 3, loc=0, scale=1)``
-    draws an array of shape ``(2, 3)``."""
+    draws an array of shape ``(2, 3)``; with NDArrays ``loc`` and ``scale``,
+    ``(2, 3)`` samples per element."""
     loc = kwargs.pop("loc", 0)
     scale = kwargs.pop("scale", 1)
     dtype = kwargs.pop("dtype", None)
     ctx = kwargs.pop("ctx", None)
     out = kwargs.pop("out", None)
-    if not (_is_number(loc) and _is_number(scale)):
-        raise TypeError("randn: loc and scale must be numbers")
+    for name, value in (("loc", loc), ("scale", scale)):
+        if not (_is_number(value) or isinstance(value, NDArray)):
+            raise TypeError(f"randn: {name} must be a number or an NDArray, got {type(value)}")
     return _random_helper("normal", [loc, scale], shape or None, dtype, ctx, out, kwargs)
 
 

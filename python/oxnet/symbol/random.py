@@ -67,6 +67,9 @@ def randn(*shape, **kwargs):
     loc = kwargs.pop("loc", 0)
     scale = kwargs.pop("scale", 1)
     dtype = kwargs.pop("dtype", None)
+    for name, value in (("loc", loc), ("scale", scale)):
+        if not (_is_number(value) or isinstance(value, Symbol)):
+            raise TypeError(f"randn: {name} must be a number or a Symbol, got {type(value)}")
     return _random_helper("normal", [loc, scale], shape or None, dtype, kwargs)
 
 

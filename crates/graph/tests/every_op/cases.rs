@@ -411,6 +411,42 @@ pub fn cases() -> Vec<Case> {
         // aux state `bias`); the one operator whose gradient is a backward kernel
         case("Custom", &[("op_type", CUSTOM_OP_TYPE)], vec![m(&[2, 3]), m(&[2, 3]), m(&[2, 3]).no_grad()]),
     ];
+    // --- random samplers: like Dropout, every forward call starts from the
+    // same seed; their gradient is zero (MXNet's), the parameters' included
+    for dist in ["uniform", "normal", "gamma", "exponential", "poisson", "negative_binomial"] {
+        let like: &'static str = Box::leak(format!("_random_{dist}_like").into_boxed_str());
+        t.push(case(like, &[], vec![m(&[2, 3])]));
+    }
+    t.push(case("_random_generalized_negative_binomial_like", &[("mu", "2"), ("alpha", "0.5")], vec![m(&[3, 2])]));
+    t.push(case("_sample_uniform", &[("shape", "(3,)")], vec![x(&[2]), uniform(&[2], 2.5, 3.5)]));
+    t.push(case("_sample_normal", &[("shape", "(2, 2)")], vec![x(&[3]), pos(&[3])]));
+    t.push(case("_sample_gamma", &[], vec![pos(&[2, 2]), pos(&[2, 2])]));
+    t.push(case("_sample_exponential", &[("shape", "(4,)")], vec![pos(&[2])]));
+    t.push(case("_sample_poisson", &[("shape", "(4,)")], vec![pos(&[2])]));
+    t.push(case("_sample_negative_binomial", &[("shape", "(3,)")], vec![pos(&[2]), uniform(&[2], 0.2, 0.8)]));
+    t.push(case("_sample_generalized_negative_binomial", &[("shape", "(3,)")], vec![pos(&[2]), pos(&[2])]));
+    // the log probabilities of the draws carry a gradient into the probabilities
+    t.push(case(
+        "_sample_multinomial",
+        &[("shape", "(4,)"), ("get_prob", "True"), ("dtype", "float64")],
+        vec![vals(&[0.2, 0.3, 0.5, 0.1, 0.6, 0.3], &[2, 3])],
+    ));
+    // --- densities of samples, differentiable in the parameters (and in
+    // continuous samples)
+    let counts = || idx(&[0.0, 1.0, 2.0, 3.0, 1.0, 4.0], &[2, 3]);
+    t.push(case("_random_pdf_normal", &[], vec![x(&[2, 3]), x(&[2]), pos(&[2])]));
+    t.push(case("_random_pdf_normal", &[("is_log", "True")], vec![x(&[2, 3]), x(&[2]), pos(&[2])]));
+    t.push(case("_random_pdf_gamma", &[], vec![pos(&[2, 3]), pos(&[2]), pos(&[2])]));
+    t.push(case("_random_pdf_exponential", &[("is_log", "True")], vec![pos(&[2, 3]), pos(&[2])]));
+    t.push(case(
+        "_random_pdf_uniform",
+        &[],
+        vec![uniform(&[2, 3], 0.5, 1.5), uniform(&[2], -1.0, 0.0), uniform(&[2], 2.0, 3.0)],
+    ));
+    t.push(case("_random_pdf_poisson", &[], vec![counts(), pos(&[2])]));
+    t.push(case("_random_pdf_negative_binomial", &[], vec![counts(), pos(&[2]), uniform(&[2], 0.2, 0.8)]));
+    t.push(case("_random_pdf_generalized_negative_binomial", &[("is_log", "True")], vec![counts(), pos(&[2]), pos(&[2])]));
+    t.push(case("_random_pdf_dirichlet", &[], vec![vals(&[0.2, 0.8, 0.6, 0.4, 0.3, 0.7], &[3, 2]), pos(&[2])]));
     // --- Dropout is random: every forward call (imperative and executor)
     // starts from the same seed, so both draw the same mask and the values
     // can be compared exactly; the property checks the sample really drops

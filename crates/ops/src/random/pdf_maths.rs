@@ -13,7 +13,7 @@ pub fn digamma(x: f64) -> f64 {
         return digamma(1.0 - x) - std::f64::consts::PI / (std::f64::consts::PI * x).tan();
     }
     let (mut x, mut acc) = (x, 0.0);
-    while x < 6.0 {
+    while x < 10.0 {
         acc -= 1.0 / x;
         x += 1.0;
     }

@@ -103,8 +103,7 @@ fn register_family(family: &'static Family) {
             let mut draws = vec![0.0; outputs[0].size()];
             ctx.with_rng(|rng| sampler.fill(rng, &mut draws));
             store_f64(&outputs[0], ctx.req[0], &draws)
-        })
-        .zero_grad();
+        });
     registry::register(op);
 
     let like: &'static str = Box::leak(format!("_random_{}_like", family.name).into_boxed_str());
@@ -200,15 +199,13 @@ fn register_randint() {
                         let v: Vec<i32> = draws.iter().map(|&d| d as i32).collect();
                         oxnet_core::store::store_slice(ctx.req[0], out.as_mut_slice::<i32>()?, &v)
                     }
-                    other => {
+                    _ => {
                         let v: Vec<f64> = draws.iter().map(|&d| d as f64).collect();
-                        let _ = other;
                         store_f64(out, ctx.req[0], &v)?;
                     }
                 }
                 Ok(())
-            })
-            .zero_grad(),
+            }),
     );
 }
 

@@ -90,7 +90,6 @@ pub(super) fn register() {
                 Ok(())
             })
             .resource(oxnet_core::Resource::Random)
-            .forward(forward)
-            .zero_grad(),
+            .forward(forward),
     );
 }
