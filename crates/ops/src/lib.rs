@@ -43,11 +43,12 @@
 //! | [`norm`] | `BatchNorm`, its moving statistics auxiliary states |
 //! | [`optimizer`] | the optimizers' update steps (`sgd_mom_update`, `adam_update`, multi-tensor forms) |
 //! | [`random`] | sampling from the global generator (`_random_*`, `_sample_*`, `_sample_multinomial`, `_shuffle`) and densities (`_random_pdf_*`) |
+//! | [`sort`] | ordering: `topk`, `sort`, `argsort` |
 //! | [`kernels`] | shared kernels: matrix products, SIMD maths |
 //!
-//! Families to come take folders of their own beside these (`rnn`,
-//! `sort`, `random`), each with a `register` function that this crate's
-//! registrar calls.
+//! Families to come take folders of their own beside these (`rnn`),
+//! each with a `register` function that this crate's registrar
+//! calls.
 
 pub mod binary;
 pub mod conv;
@@ -62,6 +63,7 @@ pub mod pool;
 pub mod random;
 pub mod reduce;
 pub mod shape_ops;
+pub mod sort;
 pub mod unary;
 pub mod util;
 
@@ -80,6 +82,7 @@ fn register() {
     conv::register();
     pool::register();
     norm::register();
+    sort::register();
     random::register();
 }
 

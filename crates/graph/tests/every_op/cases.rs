@@ -186,6 +186,12 @@ pub fn cases() -> Vec<Case> {
         case("radians", &[], vec![m(&[2, 3])]),
         // zero gradient by definition
         case("sign", &[], vec![m(&[2, 3])]),
+        case("floor", &[], vec![m(&[2, 3])]),
+        case("ceil", &[], vec![m(&[2, 3])]),
+        case("round", &[], vec![m(&[2, 3])]),
+        case("rint", &[], vec![m(&[2, 3])]),
+        case("fix", &[], vec![m(&[2, 3])]),
+        case("trunc", &[], vec![m(&[2, 3])]),
         case("BlockGrad", &[], vec![m(&[2, 3])]),
         case("_identity_with_attr_like_rhs", &[], vec![m(&[2, 3]), m(&[2, 3])]),
         case("zeros_like", &[], vec![m(&[2, 3])]),
@@ -370,6 +376,13 @@ pub fn cases() -> Vec<Case> {
             vec![m(&[3, 4]), idx(&[1., 7., -1., 2.], &[1, 4])],
         ),
         case("pick", &[], vec![m(&[2, 3]), idx(&[2., 1.], &[2]).dtype(DType::I32)]),
+        // --- ordering
+        case("topk", &[("k", "2"), ("ret_typ", "value")], vec![m(&[3, 4])]),
+        case("topk", &[("k", "2"), ("ret_typ", "both"), ("axis", "0")], vec![m(&[3, 4])]),
+        case("topk", &[("k", "3"), ("ret_typ", "value"), ("axis", "None"), ("is_ascend", "True")], vec![m(&[3, 4])]),
+        case("sort", &[("axis", "0")], vec![m(&[3, 4])]),
+        case("sort", &[("axis", "None"), ("is_ascend", "False")], vec![m(&[3, 4])]),
+        case("argsort", &[], vec![m(&[3, 4])]),
         // one_hot's only input is its indices: forward checks only
         case("one_hot", &[("depth", "4")], vec![idx(&[1., 0., 3.], &[3])]),
         case(

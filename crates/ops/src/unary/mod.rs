@@ -4,7 +4,8 @@
 //! reciprocal, sin, cos, tanh, sigmoid, relu, softrelu, erf, gelu, clip`,
 //! plus `zeros_like`, `ones_like`, `identity` (alias `_copy`) and
 //! `BlockGrad` (alias `stop_gradient`); trigonometric, hyperbolic and
-//! other maths in [`maths`].
+//! other maths in [`maths`]; `floor`, `ceil`, `round`, `rint`, `fix` and
+//! `trunc` in [`rounding`].
 //!
 //! Kernels go through the small framework in [`kernel`]: each operator
 //! states its per-element function ([`funcs`]) and the framework handles
@@ -18,6 +19,9 @@ pub(crate) mod kernel;
 mod maths;
 #[cfg(test)]
 mod maths_tests;
+mod rounding;
+#[cfg(test)]
+mod rounding_tests;
 #[cfg(test)]
 mod tests;
 
@@ -171,6 +175,7 @@ fn fused<K: BinaryFn>(
 /// Registers this module's operators.
 pub(crate) fn register() {
     maths::register();
+    rounding::register();
     let reg = |def: OpDef| {
         registry::register(def);
     };
