@@ -407,6 +407,8 @@ pub fn cases() -> Vec<Case> {
         case("cast", &[("dtype", "float64")], vec![m(&[2, 3]).dtype(DType::F32)]),
         case("slice", &[("begin", "(None, 3)"), ("end", "(None, 0)"), ("step", "(1, -1)")], vec![m(&[3, 4])]),
         case("slice", &[("begin", "(1,)"), ("end", "(3,)")], vec![m(&[4, 3])]),
+        case("_slice_assign", &[("begin", "(1, None)"), ("end", "(3, None)"), ("step", "(1, 2)")], vec![m(&[4, 3]), m(&[2, 2])]),
+        case("_slice_assign_scalar", &[("scalar", "2.5"), ("begin", "(None, -1)"), ("end", "(None, 0)"), ("step", "(None, -2)")], vec![m(&[3, 4])]),
         case("slice_axis", &[("axis", "1"), ("begin", "1"), ("end", "3")], vec![m(&[3, 4])]),
         case("slice_axis", &[("axis", "0"), ("begin", "-2"), ("end", "None")], vec![m(&[3, 4, 2])]),
         case("broadcast_to", &[("shape", "(2, 0, 4)")], vec![m(&[3, 1])]),

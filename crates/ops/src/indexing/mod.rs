@@ -1,6 +1,8 @@
 //! Built-in operators that gather by index: `take` (with its scatter-add
-//! gradient `_backward_take`), `pick`, `one_hot` and `where`.
+//! gradient `_backward_take`), `pick`, `one_hot`, `where` and
+//! `fill_element_0index`.
 
+mod fill_element;
 mod pick;
 mod take;
 
@@ -8,4 +10,5 @@ mod take;
 pub(crate) fn register() {
     take::register();
     pick::register();
+    fill_element::register();
 }

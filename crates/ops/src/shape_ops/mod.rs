@@ -14,6 +14,7 @@ mod reshape;
 
 pub(crate) use reshape::lhs_dtype;
 mod slice;
+mod slice_assign;
 mod tile;
 
 use oxnet_core::shape::{broadcast_strides, Shape};
@@ -25,6 +26,7 @@ pub(crate) fn register() {
     reshape::register();
     join::register();
     slice::register();
+    slice_assign::register();
     tile::register();
 }
 

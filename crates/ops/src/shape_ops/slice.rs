@@ -46,8 +46,9 @@ pub(super) fn format_opt_tuple(v: &[Option<i64>]) -> String {
 
 /// The parsed `begin`, `end` and `step` of a slice.
 #[derive(Debug, Clone)]
-struct SliceParams {
-    specs: Vec<SliceSpec>,
+pub(super) struct SliceParams {
+    /// One spec per leading axis.
+    pub(super) specs: Vec<SliceSpec>,
 }
 
 fn parse_params(attrs: &Attrs) -> Result<SliceParams> {
@@ -79,7 +80,8 @@ fn parse_params(attrs: &Attrs) -> Result<SliceParams> {
     Ok(SliceParams { specs })
 }
 
-fn params(attrs: &Attrs) -> Result<SliceParams> {
+/// The slice of a call (parsed once by `prepare`).
+pub(super) fn params(attrs: &Attrs) -> Result<SliceParams> {
     match attrs.prepared::<SliceParams>() {
         Some(p) => Ok(p.clone()),
         None => parse_params(attrs),
@@ -87,7 +89,7 @@ fn params(attrs: &Attrs) -> Result<SliceParams> {
 }
 
 /// The shape `specs` cut out of `shape`.
-fn sliced_shape(shape: &[usize], specs: &[SliceSpec]) -> Result<Shape> {
+pub(super) fn sliced_shape(shape: &[usize], specs: &[SliceSpec]) -> Result<Shape> {
     if specs.len() > shape.len() {
         return Err(Error::Shape(format!(
             "slice: {} entries in begin/end for an input of shape {shape:?} (rank {})",
@@ -125,7 +127,8 @@ fn backward_slice(g: &NDArray, begin: String, end: String, step: String, shape: 
     )
 }
 
-fn slice_attrs(op: OpDef, begin_required: bool) -> OpDef {
+/// Declares `begin`, `end` (when `begin_required`) and `step`, parsed once per call.
+pub(super) fn slice_attrs(op: OpDef, begin_required: bool) -> OpDef {
     let op = if begin_required {
         op.attr(AttrSpec::required("begin", AttrKind::Str, "first index per axis, e.g. (0, None)"))
             .attr(AttrSpec::required("end", AttrKind::Str, "end index (exclusive) per axis, e.g. (None, -1)"))
