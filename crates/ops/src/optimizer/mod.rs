@@ -1,7 +1,7 @@
 //! Built-in operators: optimizer updates, with MXNet 1.9.1's names, inputs,
 //! attributes and formulas (`sgd_update`, `sgd_mom_update`, `adam_update`,
-//! `rmsprop_update`, `ftrl_update`, the `mp_` multi-precision forms, the
-//! `multi_` multi-tensor forms, ...).
+//! `rmsprop_update`, `ftrl_update`, `ftml_update`, the `mp_`
+//! multi-precision forms, the `multi_` multi-tensor forms, ...).
 //!
 //! Every update operator returns the new weight as its (first) output and
 //! rewrites its state inputs (momentum, moving averages, float32 master
@@ -22,6 +22,7 @@
 //! master copy and round it into the low-precision weight after each step.
 
 mod adam;
+mod ftml;
 mod ftrl;
 mod kernel;
 mod lamb;
@@ -41,6 +42,7 @@ pub(crate) fn register() {
     adam::register();
     rmsprop::register();
     ftrl::register();
+    ftml::register();
     sign::register();
     lamb::register();
 }
