@@ -1,12 +1,13 @@
 //! Built-in operators: neural-network layers and helpers (softmax family,
 //! activations, dropout, embedding, softmax cross-entropy,
-//! CTC loss).
+//! CTC loss, loss-output heads).
 
 mod activation;
 mod ctc;
 mod dropout;
 mod embedding;
 mod loss;
+mod loss_output;
 mod prelu;
 mod softmax;
 
@@ -22,6 +23,7 @@ pub(crate) fn register() {
     dropout::register();
     embedding::register();
     loss::register();
+    loss_output::register();
     ctc::register();
 }
 
