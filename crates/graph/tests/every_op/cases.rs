@@ -359,6 +359,19 @@ pub fn cases() -> Vec<Case> {
             &[("blank_label", "last"), ("use_data_lengths", "True")],
             vec![m(&[5, 2, 4]), idx(&[0., 2., -1., 1., 1., 2.], &[2, 3]), idx(&[4., 5.], &[2])],
         ),
+        // --- loss-output heads: their own gradient, whatever the head gradient
+        case("MakeLoss", &[("grad_scale", "2"), ("normalization", "valid")], vec![m(&[2, 3])]),
+        case("make_loss", &[], vec![m(&[2, 3])]),
+        case("SoftmaxOutput", &[("normalization", "batch")], vec![m(&[3, 4]), idx(&[1., 3., 0.], &[3])]),
+        case(
+            "SoftmaxOutput",
+            &[("multi_output", "True")],
+            vec![m(&[2, 3, 2]), idx(&[2., 0., 1., 1.], &[2, 2])],
+        ),
+        case("LinearRegressionOutput", &[("grad_scale", "2")], vec![m(&[2, 3]), m(&[2, 3]).no_grad()]),
+        case("LogisticRegressionOutput", &[], vec![m(&[2, 3]), m(&[2, 3]).no_grad()]),
+        case("MAERegressionOutput", &[], vec![m(&[2, 3]), m(&[2, 3]).no_grad()]),
+        case("SVMOutput", &[("use_linear", "True")], vec![m(&[3, 4]), idx(&[1., 3., 0.], &[3])]),
         // --- indexing
         case("take", &[], vec![m(&[4, 3]), idx(&[2., 0., 2., 5.], &[2, 2])]),
         case("take", &[("axis", "1"), ("mode", "wrap")], vec![m(&[2, 3, 2]), idx(&[1., -1., 1.], &[3])]),
