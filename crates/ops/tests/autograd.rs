@@ -73,6 +73,28 @@ fn second_backward_needs_retain_graph() {
 }
 
 #[test]
+fn an_array_from_a_freed_graph_enters_a_new_recording_as_a_constant() {
+    // MXNet's rule: a carried state (an RNN's hidden state, a running
+    // bias) needs no detach between iterations.
+    let (x, w) = (arr(&[0.5]), arr(&[3.0]));
+    x.attach_grad(Req::Write).unwrap();
+    w.attach_grad(Req::Write).unwrap();
+    let h = {
+        let _r = autograd::record();
+        invoke1("elemwise_mul", &[&x, &w], &[]).unwrap()
+    };
+    h.backward().unwrap();
+    let y = {
+        let _r = autograd::record();
+        invoke1("elemwise_mul", &[&h, &w], &[]).unwrap()
+    };
+    y.backward().unwrap();
+    // y = h * w with h = 1.5 taken as a constant: dy/dw = 1.5, and x gets nothing new
+    close(&w.grad().unwrap().to_vec::<f64>().unwrap(), &[1.5], 1e-12);
+    close(&x.grad().unwrap().to_vec::<f64>().unwrap(), &[3.0], 1e-12);
+}
+
+#[test]
 fn head_gradients_scale_the_result() {
     let x = arr(&[1.0, 2.0]);
     x.attach_grad(Req::Write).unwrap();

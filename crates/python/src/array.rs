@@ -180,7 +180,7 @@ impl PyNDArray {
         numpy_interop::to_numpy(py, &self.inner)
     }
 
-    /// The single element as a Python number.
+    /// The single element as a numpy scalar of the array's dtype (as MXNet).
     fn asscalar<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         if self.inner.size() != 1 {
             return Err(PyValueError::new_err(format!(
@@ -188,12 +188,12 @@ impl PyNDArray {
                 self.inner.shape()
             )));
         }
-        self.asnumpy(py)?.call_method0("item")
+        self.asnumpy(py)?.call_method1("reshape", (-1,))?.get_item(0)
     }
 
-    /// Alias of `asscalar` (numpy's name).
+    /// The single element as a Python number (numpy's `item`).
     fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.asscalar(py)
+        self.asscalar(py)?.call_method0("item")
     }
 
     /// A copy converted to `dtype` (the array itself when `copy=False` and the
@@ -400,6 +400,18 @@ impl PyNDArray {
         let _ = (stream, max_version, dl_device);
         let a = if copy == Some(true) { self.inner.copy().py()? } else { self.inner.clone() };
         crate::dlpack::export(py, a)
+    }
+
+    /// A DLPack capsule sharing this array's memory (MXNet's
+    /// `to_dlpack_for_read`; oxnet arrays are always ready to read).
+    fn to_dlpack_for_read<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        crate::dlpack::export(py, self.inner.clone())
+    }
+
+    /// A DLPack capsule sharing this array's memory, for a consumer that
+    /// writes into it (MXNet's `to_dlpack_for_write`).
+    fn to_dlpack_for_write<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        crate::dlpack::export(py, self.inner.clone())
     }
 
     /// DLPack device: (kDLCPU, 0) on the CPU.

@@ -1,6 +1,7 @@
 //! `x[key]` and `x[key] = value`: numpy's basic indexing (integers,
 //! slices, `...`, `None`) as views of the same memory, and integer arrays
-//! along the first axis (a copy, through the `take` operator).
+//! (one along the first axis, or a tuple of them over the leading axes: a
+//! copy, through the `take` operator).
 
 use crate::array::PyNDArray;
 use crate::errors::{IntoPyResult, MXNetError};
@@ -169,19 +170,89 @@ fn as_index_array(key: &Bound<'_, PyAny>) -> PyResult<Option<NDArray>> {
     Ok(None)
 }
 
+/// The index arrays of a tuple key made only of integer arrays (lists,
+/// NDArrays, numpy arrays), or `None` for any other key.
+fn index_array_tuple(key: &Bound<'_, PyAny>) -> PyResult<Option<Vec<NDArray>>> {
+    let Ok(t) = key.cast::<PyTuple>() else { return Ok(None) };
+    if t.is_empty() {
+        return Ok(None);
+    }
+    let mut out = Vec::with_capacity(t.len());
+    for k in t.iter() {
+        match as_index_array(&k)? {
+            Some(a) => out.push(a),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(out))
+}
+
+/// `a[i0, i1, ...]` for integer arrays `ik` (numpy's advanced indexing on
+/// the leading axes): the arrays broadcast together, pick one element (or
+/// sub-array) each. Computed as `take` on `a` with its indexed axes merged,
+/// so that gradients flow as through `take`.
+fn gather_leading(a: &NDArray, idx: &[NDArray]) -> PyResult<NDArray> {
+    let k = idx.len();
+    if k > a.ndim() {
+        return Err(PyIndexError::new_err(format!(
+            "too many indices ({k}) for an array of {} dimensions",
+            a.ndim()
+        )));
+    }
+    let mut shape: Vec<usize> = Vec::new();
+    for i in idx {
+        shape = oxnet_core::shape::broadcast_shapes(&shape, i.shape()).py()?.to_vec();
+    }
+    let dims = &a.shape()[..k];
+    let mut flat = vec![0f64; shape.iter().product()];
+    for (axis, i) in idx.iter().enumerate() {
+        let values = i.broadcast_to(&shape).py()?.to_vec::<f64>().py()?;
+        let n = dims[axis] as i64;
+        for (f, v) in flat.iter_mut().zip(values) {
+            let j = v as i64;
+            let j = if j < 0 { j + n } else { j };
+            if v.fract() != 0.0 || !(0..n).contains(&j) {
+                return Err(PyIndexError::new_err(format!(
+                    "index {v} is out of bounds for axis {axis} with size {n}"
+                )));
+            }
+            *f = *f * n as f64 + j as f64;
+        }
+    }
+    let flat = NDArray::from_vec(flat, &shape).py()?;
+    let mut merged: Vec<i64> = vec![dims.iter().product::<usize>() as i64];
+    merged.extend(a.shape()[k..].iter().map(|&d| d as i64));
+    let a2 = invoke1("reshape", &[a], &[("shape", AttrValue::Ints(merged))]).py()?;
+    invoke1("take", &[&a2, &flat], &[]).py()
+}
+
 /// `a[key]`.
 pub fn get(a: &NDArray, key: &Bound<'_, PyAny>) -> PyResult<NDArray> {
     if let Some(idx) = as_index_array(key)? {
         return invoke1("take", &[a, &idx], &[]).py();
+    }
+    if let Some(idx) = index_array_tuple(key)? {
+        return gather_leading(a, &idx);
     }
     basic(a, key)
 }
 
 /// `a[key] = value` (value: an NDArray, a number, or anything numpy takes).
 pub fn set(a: &NDArray, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-    if as_index_array(key)?.is_some() {
+    if as_index_array(key)?.is_some() || index_array_tuple(key)?.is_some() {
         return Err(MXNetError::new_err(
             "assignment through an integer-array index is not supported; use basic indices (ints, slices)",
+        ));
+    }
+    // As in MXNet: an in-place write is not recorded, so under record() it
+    // would silently cut gradients; refuse it when autograd tracks either side.
+    if autograd::is_recording()
+        && (a.takes_part_in_autograd()
+            || value.cast::<PyNDArray>().is_ok_and(|v| v.get().inner.takes_part_in_autograd()))
+    {
+        return Err(MXNetError::new_err(
+            "Inplace operations (+=, -=, x[:]=, etc) are not supported when recording with autograd: \
+             x[key] = value would not be differentiated; build the result with operators instead",
         ));
     }
     let target = {

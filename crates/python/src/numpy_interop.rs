@@ -32,6 +32,34 @@ fn dtype_of(descr: &Bound<'_, PyArrayDescr>) -> PyResult<DType> {
     Ok(dt)
 }
 
+/// An engine array sharing the memory of numpy array `arr`, which must be
+/// C-contiguous and aligned (MXNet's `nd.from_numpy(a, zero_copy=True)`).
+/// The engine array keeps `arr` alive; the caller makes `arr` read-only,
+/// as MXNet does, so that numpy writes cannot race the engine's.
+#[pyfunction]
+pub fn from_numpy_shared<'py>(
+    arr: &Bound<'py, PyUntypedArray>,
+) -> PyResult<Bound<'py, crate::array::PyNDArray>> {
+    let dt = dtype_of(&arr.dtype())?;
+    if !arr.is_c_contiguous() || !arr.is_aligned_native() {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "Only c-contiguous arrays are supported for zero-copy",
+        ));
+    }
+    let shape = arr.shape().to_vec();
+    let strides = oxnet_core::shape::contiguous_strides(&shape);
+    let bytes = shape.iter().product::<usize>() * dt.size();
+    // SAFETY: numpy keeps the buffer of `arr` valid and unmoved while the
+    // owner (a reference to `arr`) lives.
+    let storage = unsafe {
+        let data = (*arr.as_array_ptr()).fields.data as *mut u8;
+        let owner: Py<PyAny> = arr.clone().into_any().unbind();
+        oxnet_core::storage::Storage::foreign(data, bytes, Device::Cpu, Box::new(owner))
+    };
+    let a = NDArray::from_foreign(storage, &shape, &strides, dt).py()?;
+    crate::array::wrap(arr.py(), a)
+}
+
 /// A new engine array holding a copy of numpy array `arr` (any layout),
 /// converted to `want` if given.
 pub fn from_numpy(arr: &Bound<'_, PyUntypedArray>, want: Option<DType>) -> PyResult<NDArray> {

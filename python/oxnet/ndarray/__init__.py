@@ -12,6 +12,7 @@ from ..base import MXNetError
 from .._oxnet import NDArray
 from . import contrib, random, _internal
 from ._helpers import concatenate, eye, from_numpy, linspace, moveaxis, onehot_encode
+from ._helpers import from_dlpack, to_dlpack_for_read, to_dlpack_for_write
 from ._ops import keep as _keep_ops, refresh as _refresh_ops
 
 __all__ = [
@@ -74,6 +75,7 @@ random_uniform = random.uniform
 random_normal = random.normal
 
 _keep_ops(["eye", "linspace", "concatenate", "moveaxis", "onehot_encode", "from_numpy",
+           "from_dlpack", "to_dlpack_for_read", "to_dlpack_for_write",
            "uniform", "normal", "random_uniform", "random_normal"])
 _refresh_ops(globals())
 random.refresh(vars(random), globals())

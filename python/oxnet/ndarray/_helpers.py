@@ -51,18 +51,31 @@ def concatenate(arrays, axis=0, always_copy=True):
     return _oxnet.invoke(_oxnet.op_handle("concat"), tuple(arrays), {"dim": axis})
 
 
+def _axes_list(axes, nd, what):
+    """Normalised axes from an int or a sequence of ints; ValueError when one
+    is out of range or repeated."""
+    axes = [axes] if isinstance(axes, int) else list(axes)
+    out = []
+    for a in axes:
+        if not -nd <= a < nd:
+            raise ValueError(f"moveaxis: {what} axis {a} is out of range for {nd} dimensions")
+        out.append(a + nd if a < 0 else a)
+    if len(set(out)) != len(out):
+        raise ValueError(f"moveaxis: repeated axis in {what} {axes}")
+    return out
+
+
 def moveaxis(tensor, source, destination):
-    """``tensor`` with axis ``source`` moved to position ``destination``
-    (the other axes keep their order)."""
+    """``tensor`` with the axes ``source`` (an int or a sequence) moved to the
+    positions ``destination`` (as many); the other axes keep their order."""
     nd = tensor.ndim
-    src = source + nd if source < 0 else source
-    dst = destination + nd if destination < 0 else destination
-    if not 0 <= src < nd:
-        raise ValueError(f"moveaxis: source axis {source} is out of range for {nd} dimensions")
-    if not 0 <= dst < nd:
-        raise ValueError(f"moveaxis: destination axis {destination} is out of range for {nd} dimensions")
-    order = [i for i in range(nd) if i != src]
-    order.insert(dst, src)
+    src = _axes_list(source, nd, "source")
+    dst = _axes_list(destination, nd, "destination")
+    if len(src) != len(dst):
+        raise ValueError("moveaxis: `source` and `destination` must have the same number of elements")
+    order = [i for i in range(nd) if i not in src]
+    for d, s_ in sorted(zip(dst, src)):
+        order.insert(d, s_)
     return _oxnet.invoke(_oxnet.op_handle("transpose"), (tensor,), {"axes": tuple(order)})
 
 
@@ -76,13 +89,30 @@ def onehot_encode(indices, out):
 
 
 def from_numpy(ndarray, zero_copy=True):
-    """An NDArray with the values of the numpy array ``ndarray``. oxnet
-    copies (its arrays own aligned memory); MXNet's ``zero_copy`` shares
-    memory, so with ``zero_copy=True`` MXNet requires a C-contiguous array,
-    and oxnet checks the same before copying."""
+    """An NDArray with the values of the numpy array ``ndarray``. With
+    ``zero_copy`` (the default, as MXNet) it shares ``ndarray``'s memory,
+    which must be C-contiguous, and makes ``ndarray`` read-only as MXNet
+    does (the engine may write to the shared memory); otherwise a copy."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"from_numpy takes a numpy.ndarray, got {type(ndarray).__name__}")
-    if zero_copy and not ndarray.flags["C_CONTIGUOUS"]:
-        raise ValueError("Only c-contiguous arrays are supported for zero-copy")
-    return _oxnet.array(ndarray, None, ndarray.dtype)
+    if not zero_copy:
+        return _oxnet.array(ndarray, None, ndarray.dtype)
+    shared = _oxnet.from_numpy_shared(ndarray)
+    ndarray.flags.writeable = False
+    return shared
 
+
+def from_dlpack(dlpack):
+    """The NDArray a DLPack capsule (or an object with ``__dlpack__``)
+    holds, sharing its memory; a capsule can be consumed once."""
+    return _oxnet.from_dlpack(dlpack)
+
+
+def to_dlpack_for_read(data):
+    """A DLPack capsule sharing ``data``'s memory, for reading."""
+    return data.to_dlpack_for_read()
+
+
+def to_dlpack_for_write(data):
+    """A DLPack capsule sharing ``data``'s memory, for writing."""
+    return data.to_dlpack_for_write()

@@ -77,6 +77,14 @@ pub(crate) enum AgEntry {
 }
 
 impl AgEntry {
+    /// True for the output of a node whose graph a backward pass freed.
+    fn is_freed(&self) -> bool {
+        match self {
+            AgEntry::Var(_) => false,
+            AgEntry::Out { node, .. } => node.saved.lock().unwrap_or_else(|e| e.into_inner()).is_none(),
+        }
+    }
+
     fn key(&self) -> (usize, usize) {
         match self {
             AgEntry::Var(v) => (Arc::as_ptr(v) as usize, usize::MAX),
@@ -158,7 +166,10 @@ pub(crate) fn record_node(
     outputs: &[NDArray],
     state: Option<OpState>,
 ) -> Result<()> {
-    let parents: Vec<Option<AgEntry>> = inputs.iter().map(|x| x.ag_entry()).collect();
+    // As in MXNet, an array whose graph a backward pass has freed enters a
+    // new recording as a constant (a carried state, say).
+    let parents: Vec<Option<AgEntry>> =
+        inputs.iter().map(|x| x.ag_entry().filter(|e| !e.is_freed())).collect();
     let (keep_in, keep_out): (Vec<bool>, Vec<bool>) = match &op.gradient {
         Gradient::Kernel { deps, .. } => {
             let d = deps(attrs);

@@ -22,6 +22,42 @@ impl NDArray {
         Ok(NDArray::from_parts(Arc::new(storage), shape, strides, offset, T::DTYPE))
     }
 
+    /// An array over memory owned elsewhere (a DLPack producer, a numpy
+    /// array): `storage` from [`Storage::foreign`], seen with `shape` and
+    /// non-negative element `strides`. Errors when the view would reach
+    /// past the storage.
+    pub fn from_foreign(
+        storage: Storage,
+        shape: &[usize],
+        strides: &[isize],
+        dtype: crate::DType,
+    ) -> Result<NDArray> {
+        if shape.len() != strides.len() || strides.iter().any(|&s| s < 0) {
+            return Err(Error::Invalid(format!(
+                "foreign memory: shape {shape:?} with strides {strides:?} is not a layout oxnet can view"
+            )));
+        }
+        let span = if shape.contains(&0) {
+            0
+        } else {
+            1 + shape.iter().zip(strides).map(|(&d, &s)| (d - 1) * s as usize).sum::<usize>()
+        };
+        if span * dtype.size() > storage.bytes() {
+            return Err(Error::Invalid(format!(
+                "foreign memory: a view of shape {shape:?} and strides {strides:?} needs {} bytes, the buffer has {}",
+                span * dtype.size(),
+                storage.bytes()
+            )));
+        }
+        Ok(NDArray::from_parts(
+            Arc::new(storage),
+            Shape::from_slice(shape),
+            Strides::from_slice(strides),
+            0,
+            dtype,
+        ))
+    }
+
     /// The lowest-addressed element and the absolute strides; `ndarray`
     /// takes only non-negative strides, so reversed axes are inverted after.
     fn positive_layout<T: Element>(&self) -> Result<(*mut T, Vec<usize>, Vec<usize>)> {

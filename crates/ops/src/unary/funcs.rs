@@ -78,7 +78,13 @@ numeric_fn!(Negative, |x| -x, |x| -x, |x| x.ineg());
 numeric_fn!(Abs, |x| x.abs(), |x| x.abs(), |x| x.iabs());
 numeric_fn!(Sign, |x| sign(x), |x| sign(x), |x| x.isign());
 numeric_fn!(Square, |x| x * x, |x| x * x, |x| x.isquare());
-numeric_fn!(Relu, |x| x.max(0.0), |x| x.max(0.0), |x| x.irelu());
+// NaN passes through, as in MXNet (and numpy's maximum)
+numeric_fn!(
+    Relu,
+    |x| if x > 0.0 || x.is_nan() { x } else { 0.0 },
+    |x| if x > 0.0 || x.is_nan() { x } else { 0.0 },
+    |x| x.irelu()
+);
 
 float_fn!(Exp, simd exp_f32, exp_f32_inplace, exp_f64, exp_f64_inplace);
 float_fn!(Log, simd log_f32, log_f32_inplace, log_f64, log_f64_inplace);
@@ -209,7 +215,8 @@ impl BinaryFn for TanhBackward {
     }
 }
 
-/// `g * (y > 0)`: relu's gradient from its output.
+/// `g * (y > 0)`: relu's gradient from its output (NaN where y is NaN, as
+/// in MXNet).
 #[derive(Clone, Copy)]
 pub(crate) struct ReluBackward;
 
@@ -218,6 +225,8 @@ impl BinaryFn for ReluBackward {
     fn f32(&self, g: f32, y: f32) -> f32 {
         if y > 0.0 {
             g
+        } else if y.is_nan() {
+            y
         } else {
             0.0
         }
@@ -226,6 +235,8 @@ impl BinaryFn for ReluBackward {
     fn f64(&self, g: f64, y: f64) -> f64 {
         if y > 0.0 {
             g
+        } else if y.is_nan() {
+            y
         } else {
             0.0
         }
