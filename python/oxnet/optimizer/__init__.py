@@ -1,8 +1,8 @@
 """``mx.optimizer``: optimizers, their registry and updaters (MXNet 1.x API).
 
 The built-in optimizers (``SGD``, ``NAG``, ``Adam``, ``AdamW``, ``AdaGrad``,
-``AdaDelta``, ``RMSProp``, ``Adamax``, ``Nadam``, ``Ftrl``, ``Signum``,
-``LAMB``, ``LARS``) run in Rust through core update operators; subclass
+``AdaDelta``, ``RMSProp``, ``Adamax``, ``Nadam``, ``Ftrl``, ``FTML``,
+``Signum``, ``LAMB``, ``LARS``) run in Rust through core update operators; subclass
 :class:`Optimizer` and decorate with :func:`register` to write one in Python::
 
     opt = mx.optimizer.create('sgd', learning_rate=0.1, momentum=0.9)
@@ -11,10 +11,11 @@ The built-in optimizers (``SGD``, ``NAG``, ``Adam``, ``AdamW``, ``AdaGrad``,
 """
 
 from .optimizer import (Optimizer, register, create, SGD, NAG, Adam, AdamW, AdaGrad, AdaDelta, RMSProp,
-                        Adamax, Nadam, Ftrl, Signum, SignSGD, LAMB, LARS)
+                        Adamax, Nadam, Ftrl, FTML, Signum, SignSGD, LAMB, LARS, SGLD)
 from .updater import Updater, get_updater
 
 __all__ = [
     "Optimizer", "register", "create", "get_updater", "Updater", "SGD", "NAG", "Adam", "AdamW", "AdaGrad",
-    "AdaDelta", "RMSProp", "Adamax", "Nadam", "Ftrl", "Signum", "SignSGD", "LAMB", "LARS",
+    "AdaDelta", "RMSProp", "Adamax", "Nadam", "Ftrl", "FTML", "Signum", "SignSGD", "LAMB", "LARS",
+    "SGLD",
 ]

@@ -21,7 +21,7 @@ from ..ndarray import NDArray
 
 __all__ = [
     "Optimizer", "register", "create", "SGD", "NAG", "Adam", "AdamW", "AdaGrad", "AdaDelta", "RMSProp",
-    "Adamax", "Nadam", "Ftrl", "Signum", "SignSGD", "LAMB", "LARS",
+    "Adamax", "Nadam", "Ftrl", "FTML", "Signum", "SignSGD", "LAMB", "LARS", "SGLD",
 ]
 
 
@@ -651,6 +651,26 @@ class Ftrl(_Builtin):
 
 
 @register
+class FTML(_Builtin):
+    """FTML, "Follow the Moving Leader" (fused ``ftml_update`` at each parameter's step ``t``)::
+
+        rescaled_grad = clip(grad * rescale_grad + wd * weight, clip_gradient)
+        v = beta2 * v + (1 - beta2) * square(rescaled_grad)
+        d_t = (1 - beta1**t) / lr * (sqrt(v / (1 - beta2**t)) + epsilon)
+        z = beta1 * z + (1 - beta1) * rescaled_grad - (d_t - beta1 * d_(t-1)) * weight
+        weight = - z / d_t
+
+    The state is the tuple ``(d, v, z)``.
+    """
+    _state_tuple = True
+    _core_name = "ftml"
+    _own_params = ("beta1", "beta2", "epsilon")
+
+    def __init__(self, beta1=0.6, beta2=0.999, epsilon=1e-8, **kwargs):
+        super().__init__(_own={"beta1": beta1, "beta2": beta2, "epsilon": epsilon}, **kwargs)
+
+
+@register
 class Adamax(_Builtin):
     """AdaMax, Adam with the infinity norm::
 
@@ -677,3 +697,28 @@ class Nadam(_Builtin):
                  **kwargs):
         super().__init__(learning_rate=learning_rate, _own={
             "beta1": beta1, "beta2": beta2, "epsilon": epsilon, "schedule_decay": schedule_decay}, **kwargs)
+
+
+@register
+class SGLD(Optimizer):
+    """Stochastic Gradient Langevin Dynamics: half a gradient step plus Gaussian noise whose
+    variance is the learning rate (no state)::
+
+        grad = clip(grad * rescale_grad, clip_gradient)
+        weight += -lr / 2 * (grad + wd * weight) + normal(0, sqrt(lr))
+    """
+
+    def create_state(self, index, weight):
+        return None
+
+    def update(self, index, weight, grad, state):
+        if not isinstance(weight, NDArray) or not isinstance(grad, NDArray):
+            raise TypeError("SGLD.update takes NDArray weight and grad")
+        self._update_count(index)
+        lr = self._get_lr(index)
+        wd = self._get_wd(index)
+        grad = grad * self.rescale_grad
+        if self.clip_gradient is not None:
+            grad = nd.clip(grad, -self.clip_gradient, self.clip_gradient)
+        weight[:] += -lr / 2 * (grad + wd * weight)
+        weight[:] += nd.random.normal(0, lr ** 0.5, shape=weight.shape, dtype=weight.dtype, ctx=weight.context)

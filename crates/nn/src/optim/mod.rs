@@ -34,6 +34,7 @@ mod adagrad;
 mod adam;
 mod adamax;
 pub mod base;
+mod ftml;
 mod ftrl;
 mod lamb;
 mod lars;
@@ -49,6 +50,7 @@ pub use adagrad::{AdaDelta, AdaGrad};
 pub use adam::{Adam, AdamW};
 pub use adamax::{Adamax, Nadam};
 pub use base::{MultKey, OptimizerBase, UpdateCounts};
+pub use ftml::Ftml;
 pub use ftrl::Ftrl;
 pub use lamb::Lamb;
 pub use lars::Lars;
@@ -223,7 +225,7 @@ pub trait Optimizer: Send {
 /// The registry names [`create`] knows.
 pub const NAMES: &[&str] = &[
     "sgd", "nag", "adam", "adamw", "adagrad", "adadelta", "rmsprop", "adamax", "nadam", "ftrl", "signum",
-    "lamb", "lars", "signsgd",
+    "lamb", "lars", "signsgd", "ftml",
 ];
 
 /// A new optimizer by registry name (case-insensitive) with its defaults.
@@ -243,13 +245,14 @@ pub fn create_default(name: &str) -> Result<Box<dyn Optimizer>> {
         "lamb" => Box::new(Lamb::new()),
         "lars" => Box::new(Lars::new()),
         "signsgd" => Box::new(SignSgd::new()),
+        "ftml" => Box::new(Ftml::new()),
         _ => return Err(Error::Invalid(format!("unknown optimizer `{name}` (known: {})", NAMES.join(", ")))),
     })
 }
 
 /// Builds optimizer `name` (case-insensitive: `sgd`, `nag`, `adam`, `adamw`,
 /// `adagrad`, `adadelta`, `rmsprop`, `adamax`, `nadam`, `ftrl`, `signum`,
-/// `lamb`, `lars`, `signsgd`) with hyper-parameters given as text, as
+/// `lamb`, `lars`, `signsgd`, `ftml`) with hyper-parameters given as text, as
 /// Python keywords arrive. Unknown names and unknown or malformed
 /// hyper-parameters are errors naming the optimizer and the key.
 pub fn create<K: AsRef<str>, V: AsRef<str>>(name: &str, params: &[(K, V)]) -> Result<Box<dyn Optimizer>> {
