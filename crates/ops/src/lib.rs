@@ -42,6 +42,7 @@
 //! | [`pool`] | `Pooling`: max, avg, sum, lp over 1-D to 3-D windows; global; valid, full and same conventions |
 //! | [`norm`] | `BatchNorm`, its moving statistics auxiliary states |
 //! | [`optimizer`] | the optimizers' update steps (`sgd_mom_update`, `adam_update`, multi-tensor forms) |
+//! | [`create`] | arrays without inputs: `_zeros`, `_ones`, `_full` |
 //! | [`random`] | sampling from the global generator (`_random_*`, `_sample_*`, `_sample_multinomial`, `_shuffle`) and densities (`_random_pdf_*`) |
 //! | [`sort`] | ordering: `topk`, `sort`, `argsort` |
 //! | [`kernels`] | shared kernels: matrix products, SIMD maths |
@@ -52,6 +53,7 @@
 
 pub mod binary;
 pub mod conv;
+pub mod create;
 pub mod indexing;
 pub mod kernels;
 pub mod linalg;
@@ -84,6 +86,7 @@ fn register() {
     norm::register();
     sort::register();
     random::register();
+    create::register();
 }
 
 oxnet_core::register_operators!(register);

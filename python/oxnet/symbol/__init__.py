@@ -15,8 +15,10 @@ library) is generated here, as in ``mx.nd``.
 from .symbol import Symbol, var, Variable, Group, load, load_json, fromjson, trace
 from ._ops import refresh as _refresh_ops
 from . import contrib, _internal, random
+from ._fill import zeros, ones, full
 
-__all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson", "trace"]
+__all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson", "trace",
+           "zeros", "ones", "full"]
 
 _refresh_ops(globals())
 random.refresh(vars(random), globals())

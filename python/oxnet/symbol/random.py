@@ -47,7 +47,9 @@ def _random_helper(dist, params, shape, dtype, kwargs):
                 raise TypeError("Distribution parameters must all have the same type, but got "
                                 f"both {type(params[0])} and {type(p)}.")
         attrs = dict(zip(_SCALAR_PARAMS[dist], params))
-        attrs.update(kwargs)
+        # a `_random_<dist>` node has no inputs: as in MXNet's composition,
+        # symbols given by keyword (``data=``) are not attached
+        attrs.update({k: v for k, v in kwargs.items() if not isinstance(v, Symbol)})
         return _call(_PREFIX + dist, shape=shape, dtype=dtype, **attrs)
     raise TypeError(f"Distribution parameters must be either Symbol or numbers, but got {type(params[0])}.")
 
