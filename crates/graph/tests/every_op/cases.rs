@@ -343,6 +343,16 @@ pub fn cases() -> Vec<Case> {
             vec![m(&[3, 2, 2]), pos(&[2]), m(&[2]), x(&[2]).no_grad(), pos(&[2]).no_grad()],
         ),
         case(
+            "BatchNorm_v1",
+            &[("use_global_stats", "True"), ("output_mean_var", "True")],
+            vec![m(&[3, 2, 2]), pos(&[2]), m(&[2]), x(&[2]).no_grad(), pos(&[2]).no_grad()],
+        ),
+        case(
+            "_contrib_SyncBatchNorm",
+            &[("use_global_stats", "True"), ("fix_gamma", "False"), ("key", "bn")],
+            vec![m(&[3, 2, 2]), pos(&[2]), m(&[2]), x(&[2]).no_grad(), pos(&[2]).no_grad()],
+        ),
+        case(
             "BatchNorm",
             &[("use_global_stats", "True"), ("axis", "-1")],
             vec![m(&[3, 2, 2]), pos(&[2]), m(&[2]), x(&[2]).no_grad(), pos(&[2]).no_grad()],
@@ -396,6 +406,14 @@ pub fn cases() -> Vec<Case> {
         case("sort", &[("axis", "0")], vec![m(&[3, 4])]),
         case("sort", &[("axis", "None"), ("is_ascend", "False")], vec![m(&[3, 4])]),
         case("argsort", &[], vec![m(&[3, 4])]),
+        case("nansum", &[("axis", "1")], vec![m(&[3, 4])]),
+        case("nanprod", &[("axis", "0"), ("keepdims", "True")], vec![m(&[3, 4])]),
+        case("argmax_channel", &[], vec![m(&[3, 4])]),
+        case("reverse", &[("axis", "(0, 1)")], vec![m(&[3, 4])]),
+        case("shape_array", &[], vec![m(&[3, 4])]),
+        case("size_array", &[], vec![m(&[3, 4])]),
+        case("broadcast_axis", &[("axis", "(1,)"), ("size", "(3,)")], vec![m(&[4, 1])]),
+        case("slice_like", &[("axes", "(0,)")], vec![m(&[4, 3]), m(&[2, 5]).no_grad()]),
         // one_hot's only input is its indices: forward checks only
         case("one_hot", &[("depth", "4")], vec![idx(&[1., 0., 3.], &[3])]),
         case(

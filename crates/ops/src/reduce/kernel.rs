@@ -215,6 +215,35 @@ impl<T: RNum, const MEAN: bool> Reducer<T> for Sum<MEAN> {
     }
 }
 
+/// `R` over the elements that are not NaN (NaN counts as absent: `nansum`,
+/// `nanprod`).
+pub(crate) struct SkipNan<R>(pub R);
+
+impl<T: RNum, R: Reducer<T>> Reducer<T> for SkipNan<R> {
+    type A = R::A;
+    const HAS_IDENTITY: bool = R::HAS_IDENTITY;
+    #[inline(always)]
+    fn init(&self) -> R::A {
+        self.0.init()
+    }
+    #[inline(always)]
+    fn step(&self, a: R::A, x: T) -> R::A {
+        if x.nan() {
+            a
+        } else {
+            self.0.step(a, x)
+        }
+    }
+    #[inline(always)]
+    fn merge(&self, a: R::A, b: R::A) -> R::A {
+        self.0.merge(a, b)
+    }
+    #[inline(always)]
+    fn finish(&self, a: R::A, count: usize) -> T {
+        self.0.finish(a, count)
+    }
+}
+
 impl<T: RNum> Reducer<T> for Prod {
     type A = T::Wide;
     #[inline(always)]

@@ -1,11 +1,13 @@
 //! Built-in operators: reductions.
 //!
-//! `sum` (alias `sum_axis`), `mean`, `prod`, `max` (`max_axis`), `min`
+//! `sum` (alias `sum_axis`), `mean`, `prod`, `nansum`, `nanprod` (NaN
+//! skipped), `max` (`max_axis`), `min`
 //! (`min_axis`) take MXNet's `axis` (int, tuple or None = all axes; negative
 //! counts from the end), `keepdims` and `exclude` (reduce over every axis
 //! except the given ones). As in MXNet 1.x, reducing every axis without
 //! `keepdims` gives shape `(1,)`, and an empty `axis` tuple means all axes.
-//! `argmax`/`argmin` (`axis` int or None = flattened, `keepdims`) return
+//! `argmax`/`argmin` (`axis` int or None = flattened, `keepdims`;
+//! `argmax_channel` is argmax over the last axis) return
 //! indices in the input's dtype for floats and in int64 for integers.
 //! `norm` (`ord` 1 or 2, `axis`, `keepdims`) is the L1/L2 norm.
 //!
@@ -16,10 +18,12 @@
 
 mod kernel;
 #[cfg(test)]
+mod nan_tests;
+#[cfg(test)]
 mod tests;
 
 use crate::util::call;
-use kernel::{Max, Min, Norm, Plan, Prod, RNum, Reducer, Sum};
+use kernel::{Max, Min, Norm, Plan, Prod, RNum, Reducer, SkipNan, Sum};
 use oxnet_core::shape::{broadcast_strides, contiguous_strides, normalize_axis, numel, Shape};
 use oxnet_core::store::store;
 use oxnet_core::{
@@ -36,6 +40,8 @@ enum Kind {
     Min,
     Norm1,
     Norm2,
+    NanSum,
+    NanProd,
 }
 
 /// The reduced axes (`true` where reduced) of an array of rank `ndim` under
@@ -170,6 +176,8 @@ fn run_kind<T: RNum>(kind: Kind, x: &[T], plan: &Plan, out: &mut [T], req: Req) 
         Kind::Min => go(Min, x, plan, out, req),
         Kind::Norm1 => go(Norm::<1>, x, plan, out, req),
         Kind::Norm2 => go(Norm::<2>, x, plan, out, req),
+        Kind::NanSum => go(SkipNan(Sum::<false>), x, plan, out, req),
+        Kind::NanProd => go(SkipNan(Prod), x, plan, out, req),
     }
 }
 
@@ -271,12 +279,22 @@ fn reduce_grad(kind: Kind, g: &oxnet_core::GradCtx) -> Result<Vec<Option<NDArray
             let sign = call("elemwise_sub", &[&pos, &neg], &[])?;
             call("elemwise_mul", &[&back(dy)?, &sign], &[])?
         }
+        Kind::NanSum | Kind::NanProd => {
+            // as sum's and prod's, with NaN inputs (which the forward skipped) getting 0
+            let d = if kind == Kind::NanSum {
+                back(dy)?
+            } else {
+                call("elemwise_div", &[&back(&call("elemwise_mul", &[dy, y], &[])?)?, x], &[])?
+            };
+            let present = call("_equal", &[x, x], &[])?;
+            call("where", &[&present, &d, &call("zeros_like", &[&d], &[])?], &[])?
+        }
     };
     Ok(vec![Some(dx)])
 }
 
 fn register_reductions() {
-    let plain: [(&str, &[&str], Kind, &str); 5] = [
+    let plain: [(&str, &[&str], Kind, &str); 7] = [
         ("sum", &["sum_axis"], Kind::Sum, "Sum of the elements over the given axes."),
         (
             "mean",
@@ -285,6 +303,18 @@ fn register_reductions() {
             "Mean of the elements over the given axes (integer division for integers).",
         ),
         ("prod", &[], Kind::Prod, "Product of the elements over the given axes."),
+        (
+            "nansum",
+            &[],
+            Kind::NanSum,
+            "Sum over the given axes with NaN treated as zero (NaN inputs get a zero gradient).",
+        ),
+        (
+            "nanprod",
+            &[],
+            Kind::NanProd,
+            "Product over the given axes with NaN treated as one (NaN inputs get a zero gradient).",
+        ),
         (
             "max",
             &["max_axis"],
@@ -478,9 +508,33 @@ fn register_helpers() {
 }
 
 /// Registers this module's operators.
+/// `argmax`'s attributes for the last axis, which `argmax_channel` uses.
+fn last_axis_attrs() -> Result<Attrs> {
+    registry::get("argmax")?.parse_attrs(&[("axis", AttrValue::Int(-1))])
+}
+
+/// `argmax_channel`: `argmax` over the last axis.
+fn register_argmax_channel() {
+    registry::register(
+        OpDef::new("argmax_channel")
+            .doc(
+                "Index of the largest element along the last axis (argmax with axis=-1); ties go \
+                 to the first. Indices have the input's dtype for floats, int64 for integers.",
+            )
+            .infer_shape(|_, ins, outs| arg_infer_shape(&last_axis_attrs()?, ins, outs))
+            .infer_type(arg_infer_type)
+            .forward(|ctx, ins, outs| {
+                let op = registry::get("argmax")?;
+                oxnet_core::invoke_into(&op, &[&ins[0]], &last_axis_attrs()?, outs, ctx.req)
+            })
+            .zero_grad(),
+    );
+}
+
 pub(crate) fn register() {
     register_reductions();
     register_arg("argmax", true);
     register_arg("argmin", false);
+    register_argmax_channel();
     register_helpers();
 }

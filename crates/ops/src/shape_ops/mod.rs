@@ -13,8 +13,12 @@ mod join;
 mod reshape;
 
 pub(crate) use reshape::lhs_dtype;
+mod broadcast_axis;
+mod reverse;
+mod shape_array;
 mod slice;
 mod slice_assign;
+mod slice_like;
 mod tile;
 
 use oxnet_core::shape::{broadcast_strides, Shape};
@@ -27,6 +31,10 @@ pub(crate) fn register() {
     join::register();
     slice::register();
     slice_assign::register();
+    slice_like::register();
+    reverse::register();
+    shape_array::register();
+    broadcast_axis::register();
     tile::register();
 }
 
