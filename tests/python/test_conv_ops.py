@@ -164,3 +164,33 @@ def test_errors_are_clear():
         mx.nd.Pooling(x, kernel=(2, 2), pool_type="median")
     with pytest.raises(mx.MXNetError, match="weight"):
         mx.nd.Convolution(x, mx.nd.ones((2, 3, 2, 2)), kernel=(3, 3), num_filter=2, no_bias=True)
+
+
+def test_batchnorm_aux_variables_carry_their_initializers():
+    bn = mx.sym.BatchNorm(mx.sym.var("data"), name="bn")
+    attrs = bn.attr_dict()
+    assert attrs["bn_moving_mean"]["__init__"] == '["zero", {}]'
+    assert attrs["bn_moving_var"]["__init__"] == '["one", {}]'
+    mod = mx.mod.Module(bn, label_names=None)
+    mod.bind(data_shapes=[("data", (4, 3, 2, 2))])
+    mod.init_params(mx.init.Uniform(0.5))
+    aux = mod.get_params()[1]
+    assert (aux["bn_moving_mean"].asnumpy() == 0).all() and (aux["bn_moving_var"].asnumpy() == 1).all()
+
+
+def test_hidden_keys_given_as_keywords_are_node_attributes():
+    conv = mx.sym.Convolution(mx.sym.var("data"), name="conv", kernel=(1, 1), num_filter=1, lr_mult=2)
+    attrs = conv.attr_dict()
+    assert attrs["conv"]["lr_mult"] == "2" and attrs["conv"]["__lr_mult__"] == "2"
+    assert "__lr_mult__" not in attrs.get("conv_weight", {})
+
+
+def test_v1_and_sync_batchnorm_output_the_variance():
+    x = mx.nd.array(np.arange(24).reshape(2, 3, 2, 2))
+    g, b, mm, mv = mx.nd.ones(3), mx.nd.zeros(3), mx.nd.zeros(3), mx.nd.ones(3)
+    with mx.autograd.train_mode():
+        _, mean, var = mx.nd.contrib.SyncBatchNorm(x, g, b, mm, mv, output_mean_var=True, key="bn")
+    np.testing.assert_allclose(mean.asnumpy(), [7.5, 11.5, 15.5])
+    np.testing.assert_allclose(var.asnumpy(), [37.25] * 3, rtol=1e-6)
+    assert mx.sym.BatchNorm_v1(mx.sym.var("d"), name="v1").list_auxiliary_states() == ["v1_moving_mean",
+                                                                                        "v1_moving_var"]

@@ -315,6 +315,10 @@ pub struct OpDef {
     /// How many leading outputs callers see (the rest, such as Dropout's
     /// mask, are kept for the gradient). `None`: all of them.
     pub visible_outputs: Option<usize>,
+    /// Attributes of the variables that symbol composition makes for the
+    /// inputs a caller leaves out (MXNet's `FSetInputVarAttrOnCompose`:
+    /// BatchNorm's `moving_var` gets `__init__ = ["one", {}]`).
+    pub input_var_attrs: Option<InputVarAttrsFn>,
     /// Counts of (arguments, aux states, outputs) when the names are fixed,
     /// so that calls need not build the name lists.
     pub(crate) fixed_counts: [Option<usize>; 3],
@@ -325,6 +329,10 @@ pub struct OpDef {
 
 /// Indices of the inputs a kernel writes to, from the attributes.
 pub type MutateInputsFn = Arc<dyn Fn(&Attrs) -> Vec<usize> + Send + Sync>;
+
+/// Attributes for the variable made for the input named by the second
+/// argument, from the operator's attributes.
+pub type InputVarAttrsFn = Arc<dyn Fn(&Attrs, &str) -> Vec<(String, String)> + Send + Sync>;
 
 /// Counts of (arguments, aux states, outputs) from the attributes.
 pub type ArityFn = Arc<dyn Fn(&Attrs) -> Result<[usize; 3]> + Send + Sync>;
@@ -414,6 +422,7 @@ impl OpDef {
             accepts_strided: false,
             inplace: Vec::new(),
             visible_outputs: None,
+            input_var_attrs: None,
             fixed_counts: [Some(1), Some(0), Some(1)],
             arity: None,
         }
@@ -624,6 +633,16 @@ impl OpDef {
     /// `(i, o)` (the kernel handles request `inplace` with that aliasing).
     pub fn inplace(mut self, pairs: &[(usize, usize)]) -> Self {
         self.inplace = pairs.to_vec();
+        self
+    }
+
+    /// Sets attributes on the variables that symbol composition makes for
+    /// inputs left out, by input name (see [`OpDef::input_var_attrs`]).
+    pub fn input_var_attrs(
+        mut self,
+        f: impl Fn(&Attrs, &str) -> Vec<(String, String)> + Send + Sync + 'static,
+    ) -> Self {
+        self.input_var_attrs = Some(Arc::new(f));
         self
     }
 

@@ -66,6 +66,11 @@ pub fn parse_shape(text: &str) -> Result<Vec<usize>> {
         .collect()
 }
 
+/// Keywords that MXNet treats as node attributes rather than operator
+/// parameters when a symbol is composed.
+const HIDDEN_KEYS: &[&str] =
+    &["ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage", "profiler_scope"];
+
 impl Symbol {
     /// A symbol of the given entries.
     pub fn from_entries(outputs: Vec<Entry>) -> Symbol {
@@ -125,9 +130,23 @@ impl Symbol {
         named: &[(String, Symbol)],
         mut params: Vec<(String, String)>,
         name: Option<&str>,
-        user_attrs: BTreeMap<String, String>,
+        mut user_attrs: BTreeMap<String, String>,
     ) -> Result<Symbol> {
         let op = oxnet_core::registry::get(op_name)?;
+        // Variables made for missing inputs take the scope's attributes, not
+        // the node's hidden keys below.
+        let var_attrs = user_attrs.clone();
+        // MXNet's hidden keys (`lr_mult=`, `ctx_group=`, ...) given as
+        // keywords are node attributes, kept both as given and as `__key__`,
+        // unless the operator declares them itself.
+        params.retain(|(k, v)| {
+            let hidden = HIDDEN_KEYS.contains(&k.as_str()) && !op.attrs.iter().any(|a| a.name == *k);
+            if hidden {
+                user_attrs.insert(format!("__{k}__"), v.clone());
+                user_attrs.insert(k.clone(), v.clone());
+            }
+            !hidden
+        });
         if op.attrs.iter().any(|a| a.name == "num_args") && !params.iter().any(|(k, _)| k == "num_args") {
             params.push(("num_args".into(), (positional.len() + named.len()).to_string()));
         }
@@ -167,8 +186,13 @@ impl Symbol {
             .map(|(slot, arg)| match slot {
                 Some(e) => e,
                 // Scope attributes (mx.AttrScope, attr=) apply to the variables made here too.
+                // The operator may add attributes of its own (BatchNorm's initializers).
                 None => {
-                    Entry { node: Node::variable(&format!("{name}_{arg}"), user_attrs.clone()), index: 0 }
+                    let mut attrs = var_attrs.clone();
+                    if let Some(extra) = &call.op.input_var_attrs {
+                        attrs.extend(extra(&call.attrs, arg));
+                    }
+                    Entry { node: Node::variable(&format!("{name}_{arg}"), attrs), index: 0 }
                 }
             })
             .collect();

@@ -40,7 +40,11 @@ def compose_op(op_name, hint, positional, named, params, name=None, attr=None):
     current ``mx.AttrScope``).
     """
     name = NameManager.current.get(name, hint)
-    attrs = {stored_key(k): str(v) for k, v in AttrScope.current.get(attr).items()}
+    attrs = {}
+    for k, v in AttrScope.current.get(attr).items():
+        attrs[stored_key(k)] = str(v)
+        if k in HIDDEN_KEYS:  # as MXNet lists them: under both names
+            attrs[k] = str(v)
     handle = _oxnet.sym_compose_op(
         op_name,
         [s._h for s in positional],
@@ -462,7 +466,8 @@ def _arrays_in_order(given, names, what, allow_missing=False):
     from ..ndarray import NDArray
 
     if isinstance(given, dict):
-        extra = [k for k in given if k not in names]
+        # a name mapped to None stands for no array (MXNet skips it)
+        extra = [k for k, v in given.items() if k not in names and v is not None]
         if extra:
             raise MXNetError(f"bind: {what} names {', '.join(map(repr, extra))}, which the symbol lacks ({', '.join(names)})")
         out = []

@@ -343,6 +343,16 @@ pub fn cases() -> Vec<Case> {
             vec![m(&[3, 2, 2]), pos(&[2]), m(&[2]), x(&[2]).no_grad(), pos(&[2]).no_grad()],
         ),
         case(
+            "BatchNorm_v1",
+            &[("use_global_stats", "True"), ("output_mean_var", "True")],
+            vec![m(&[3, 2, 2]), pos(&[2]), m(&[2]), x(&[2]).no_grad(), pos(&[2]).no_grad()],
+        ),
+        case(
+            "_contrib_SyncBatchNorm",
+            &[("use_global_stats", "True"), ("fix_gamma", "False"), ("key", "bn")],
+            vec![m(&[3, 2, 2]), pos(&[2]), m(&[2]), x(&[2]).no_grad(), pos(&[2]).no_grad()],
+        ),
+        case(
             "BatchNorm",
             &[("use_global_stats", "True"), ("axis", "-1")],
             vec![m(&[3, 2, 2]), pos(&[2]), m(&[2]), x(&[2]).no_grad(), pos(&[2]).no_grad()],

@@ -45,10 +45,13 @@ pub(crate) fn deconv_params(attrs: &Attrs) -> Result<DeconvParams> {
             ))
         }
     }
-    let adj = spatial_attr(OP, attrs, "adj", nd, 0, 0)?;
+    let adj = spatial_attr(OP, attrs, "adj", nd, 0, 0, false)?;
     let target = attrs.ints("target_shape")?;
-    let target =
-        if target.is_empty() { Vec::new() } else { spatial_attr(OP, attrs, "target_shape", nd, 1, 1)? };
+    let target = if target.is_empty() {
+        Vec::new()
+    } else {
+        spatial_attr(OP, attrs, "target_shape", nd, 1, 1, false)?
+    };
     for i in 0..nd {
         if adj[i] >= win.stride[i].max(win.dilate[i]) && target.is_empty() {
             return Err(Error::attr(

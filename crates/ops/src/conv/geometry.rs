@@ -16,7 +16,8 @@ pub(crate) fn fmt_tuple(s: &[usize]) -> String {
 }
 
 /// Reads the per-axis attribute `name` for `nd` spatial axes: an empty
-/// tuple gives `default` on every axis; otherwise it must have `nd` entries,
+/// tuple gives `default` on every axis; otherwise it must have `nd` entries
+/// (or more, when `extra_ok`: Pooling reads the first `nd`, as MXNet does),
 /// each at least `min`.
 pub(crate) fn spatial_attr(
     op: &str,
@@ -25,12 +26,13 @@ pub(crate) fn spatial_attr(
     nd: usize,
     default: usize,
     min: i64,
+    extra_ok: bool,
 ) -> Result<Vec<usize>> {
     let v = attrs.ints(name)?;
     if v.is_empty() {
         return Ok(vec![default; nd]);
     }
-    if v.len() != nd {
+    if v.len() != nd && !(extra_ok && v.len() > nd) {
         return Err(Error::attr(
             name,
             format!("{op}: `{name}` has {} entries, but the kernel has {nd} axes ({v:?})", v.len()),
@@ -42,7 +44,7 @@ pub(crate) fn spatial_attr(
             format!("{op}: every entry of `{name}` must be at least {min}, got {bad} in {v:?}"),
         ));
     }
-    Ok(v.iter().map(|&x| x as usize).collect())
+    Ok(v[..nd].iter().map(|&x| x as usize).collect())
 }
 
 /// A window over `nd` (1 to 3) spatial axes.

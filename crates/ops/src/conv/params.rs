@@ -50,11 +50,11 @@ pub(crate) fn window(op: &str, attrs: &Attrs) -> Result<Window> {
         return Err(Error::attr("kernel", format!("{op}: `kernel` must have 1 to 3 entries, got {k:?}")));
     }
     let nd = k.len();
-    let kernel = spatial_attr(op, attrs, "kernel", nd, 1, 1)?;
-    let pad = spatial_attr(op, attrs, "pad", nd, 0, 0)?;
+    let kernel = spatial_attr(op, attrs, "kernel", nd, 1, 1, false)?;
+    let pad = spatial_attr(op, attrs, "pad", nd, 0, 0, false)?;
     Ok(Window {
-        stride: spatial_attr(op, attrs, "stride", nd, 1, 1)?,
-        dilate: spatial_attr(op, attrs, "dilate", nd, 1, 1)?,
+        stride: spatial_attr(op, attrs, "stride", nd, 1, 1, false)?,
+        dilate: spatial_attr(op, attrs, "dilate", nd, 1, 1, false)?,
         pad_after: pad.clone(),
         pad_before: pad,
         kernel,

@@ -12,7 +12,7 @@
 //! unchanged. With `fix_gamma`, gamma is taken as 1 and gets a zero
 //! gradient.
 
-use super::params::{bn_params, infer_shape, BnParams, ChannelView};
+use super::params::{bn_params, infer_shape, parse_bn_params, BnParams, ChannelView};
 use oxnet_core::store::store_slice;
 use oxnet_core::{
     registry, AttrKind, AttrSpec, BackwardArgs, BackwardDeps, Error, FloatElement, NDArray, OpContext, OpDef,
@@ -76,7 +76,7 @@ fn forward_typed<T: FloatElement>(ctx: &OpContext, inputs: &[NDArray], outputs: 
     let p = bn_params(ctx.attrs)?;
     let x = inputs[0].as_slice::<T>()?;
     let view = ChannelView::new(inputs[0].shape(), p.axis)?;
-    let (mean, _, invstd) = stats_for(ctx, &p, x, &view, &inputs[3], &inputs[4])?;
+    let (mean, var, invstd) = stats_for(ctx, &p, x, &view, &inputs[3], &inputs[4])?;
     let gamma = gammas::<T>(&p, &inputs[1], view.channels)?;
     let beta = to_f64::<T>(&inputs[2])?;
     if ctx.req[0] != Req::Null {
@@ -96,7 +96,8 @@ fn forward_typed<T: FloatElement>(ctx: &OpContext, inputs: &[NDArray], outputs: 
     if outputs.len() == 3 {
         let cast = |v: &[f64]| v.iter().map(|&e| T::from_f64(e)).collect::<Vec<T>>();
         store_slice(ctx.req[1], outputs[1].as_mut_slice::<T>()?, &cast(&mean));
-        store_slice(ctx.req[2], outputs[2].as_mut_slice::<T>()?, &cast(&invstd));
+        let third = if p.var_output { var } else { invstd };
+        store_slice(ctx.req[2], outputs[2].as_mut_slice::<T>()?, &cast(&third));
     }
     Ok(())
 }
@@ -182,33 +183,38 @@ fn backward(ctx: &OpContext, args: &BackwardArgs, grads: &[NDArray]) -> Result<(
     oxnet_core::with_float_dtype!(dtype, T => backward_typed::<T>(ctx, args, grads))
 }
 
-pub(super) fn register() {
-    registry::register(
-        OpDef::new("BatchNorm")
-            .doc(
-                "Batch normalization: out = gamma · (data - mean) / sqrt(var + eps) + beta along \
-                 `axis` (the channel axis, default 1). In train mode (unless use_global_stats) the \
-                 statistics are the batch's and the backward pass updates the auxiliary states \
-                 moving_mean and moving_var as moving = moving·momentum + batch·(1 - momentum) \
-                 (biased variance), as MXNet's CPU operator does; otherwise the moving statistics \
-                 are used. fix_gamma takes gamma as 1. With output_mean_var the mean and the \
-                 inverse standard deviation used are also returned.",
-            )
-            .attr(AttrSpec::optional("eps", AttrKind::Float, 1e-3, "Added to the variance."))
-            .attr(AttrSpec::optional("momentum", AttrKind::Float, 0.9, "Decay of the moving statistics."))
-            .attr(AttrSpec::optional("fix_gamma", AttrKind::Bool, true, "Take gamma as 1 (zero gradient)."))
-            .attr(AttrSpec::optional(
-                "use_global_stats",
-                AttrKind::Bool,
-                false,
-                "Normalise with the moving statistics in train mode too.",
-            ))
-            .attr(AttrSpec::optional(
-                "output_mean_var",
-                AttrKind::Bool,
-                false,
-                "Also output the mean and the inverse standard deviation.",
-            ))
+/// Which of MXNet's batch normalizations an operator is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    /// `BatchNorm`: any channel axis, inverse std as third output.
+    Standard,
+    /// `BatchNorm_v1`: axis 1, variance as third output.
+    V1,
+    /// `_contrib_SyncBatchNorm` on one process: `BatchNorm_v1` with `ndev`
+    /// and `key` attributes.
+    Sync,
+}
+
+fn def(name: &'static str, variant: Variant, doc: &str) -> OpDef {
+    let mut op = OpDef::new(name)
+        .doc(doc)
+        .attr(AttrSpec::optional("eps", AttrKind::Float, 1e-3, "Added to the variance."))
+        .attr(AttrSpec::optional("momentum", AttrKind::Float, 0.9, "Decay of the moving statistics."))
+        .attr(AttrSpec::optional("fix_gamma", AttrKind::Bool, true, "Take gamma as 1 (zero gradient)."))
+        .attr(AttrSpec::optional(
+            "use_global_stats",
+            AttrKind::Bool,
+            false,
+            "Normalise with the moving statistics in train mode too.",
+        ))
+        .attr(AttrSpec::optional(
+            "output_mean_var",
+            AttrKind::Bool,
+            false,
+            "Also output the mean and the inverse standard deviation (variance for the v1 and sync forms).",
+        ));
+    op = match variant {
+        Variant::Standard => op
             .attr(AttrSpec::optional("axis", AttrKind::Int, 1i64, "The channel axis."))
             .attr(AttrSpec::optional(
                 "cudnn_off",
@@ -227,28 +233,66 @@ pub(super) fn register() {
                 AttrKind::Str,
                 "None",
                 "Quantization calibration; accepted for compatibility, ignored.",
-            ))
-            .arguments(&["data", "gamma", "beta"])
-            .aux_states(&["moving_mean", "moving_var"])
-            .outputs_fn(|attrs| {
-                Ok(if attrs.bool("output_mean_var")? {
-                    vec!["output".into(), "mean".into(), "var".into()]
-                } else {
-                    vec!["output".into()]
-                })
+            )),
+        Variant::V1 => op,
+        Variant::Sync => op
+            .attr(AttrSpec::optional("ndev", AttrKind::Int, 1i64, "Number of devices synchronised (1 here)."))
+            .attr(AttrSpec::required("key", AttrKind::Str, "Identifies the layer across devices.")),
+    };
+    op.arguments(&["data", "gamma", "beta"])
+        .aux_states(&["moving_mean", "moving_var"])
+        .outputs_fn(|attrs| {
+            Ok(if attrs.bool("output_mean_var")? {
+                vec!["output".into(), "mean".into(), "var".into()]
+            } else {
+                vec!["output".into()]
             })
-            .arity_fn(|attrs| Ok([3, 2, if attrs.bool("output_mean_var")? { 3 } else { 1 }]))
-            .mutate_inputs(|_| vec![3, 4])
-            .prepare(|attrs| {
-                bn_params(attrs)?;
-                Ok(std::sync::Arc::new(()))
-            })
-            .infer_shape(infer_shape)
-            .infer_shape_partial(infer_shape)
-            .forward(forward)
-            .backward(
-                |_| BackwardDeps { out_grads: vec![0], inputs: vec![0, 1, 3, 4], outputs: vec![] },
-                backward,
-            ),
-    );
+        })
+        .arity_fn(|attrs| Ok([3, 2, if attrs.bool("output_mean_var")? { 3 } else { 1 }]))
+        .mutate_inputs(|_| vec![3, 4])
+        // the moving statistics start at 0 and 1, whatever the global initializer
+        .input_var_attrs(|_, input| match input {
+            "moving_mean" => vec![("__init__".into(), r#"["zero", {}]"#.into())],
+            "moving_var" => vec![("__init__".into(), r#"["one", {}]"#.into())],
+            _ => Vec::new(),
+        })
+        .prepare(move |attrs| {
+            if variant == Variant::Sync && attrs.int("ndev")? != 1 {
+                return Err(Error::attr("ndev", "SyncBatchNorm: only one device (ndev=1) is supported yet"));
+            }
+            Ok(std::sync::Arc::new(parse_bn_params(name, attrs, variant != Variant::Standard)?))
+        })
+        .infer_shape(infer_shape)
+        .infer_shape_partial(infer_shape)
+        .forward(forward)
+        .backward(
+            |_| BackwardDeps { out_grads: vec![0], inputs: vec![0, 1, 3, 4], outputs: vec![] },
+            backward,
+        )
+}
+
+pub(super) fn register() {
+    registry::register(def(
+        "BatchNorm",
+        Variant::Standard,
+        "Batch normalization: out = gamma · (data - mean) / sqrt(var + eps) + beta along \
+         `axis` (the channel axis, default 1). In train mode (unless use_global_stats) the \
+         statistics are the batch's and the backward pass updates the auxiliary states \
+         moving_mean and moving_var as moving = moving·momentum + batch·(1 - momentum) \
+         (biased variance), as MXNet's CPU operator does; otherwise the moving statistics \
+         are used. fix_gamma takes gamma as 1. With output_mean_var the mean and the \
+         inverse standard deviation used are also returned.",
+    ));
+    registry::register(def(
+        "BatchNorm_v1",
+        Variant::V1,
+        "MXNet's older batch normalization: BatchNorm over axis 1 whose output_mean_var \
+         outputs are the mean and the variance.",
+    ));
+    registry::register(def(
+        "_contrib_SyncBatchNorm",
+        Variant::Sync,
+        "Batch normalization synchronised across devices; on one device (ndev=1) the same \
+         as BatchNorm over axis 1, with the mean and the variance as output_mean_var outputs.",
+    ));
 }

@@ -20,25 +20,43 @@ pub(crate) struct BnParams {
     pub use_global_stats: bool,
     /// The channel axis (may be negative).
     pub axis: i64,
+    /// The third output is the variance (`BatchNorm_v1`, `SyncBatchNorm`)
+    /// rather than the inverse standard deviation (`BatchNorm`).
+    pub var_output: bool,
 }
 
-/// Parses and validates the attributes.
-pub(crate) fn bn_params(attrs: &Attrs) -> Result<BnParams> {
+/// Parses and validates the attributes of `op`: operators without an
+/// `axis` attribute normalise along axis 1.
+pub(crate) fn parse_bn_params(op: &str, attrs: &Attrs, var_output: bool) -> Result<BnParams> {
     let eps = attrs.float("eps")?;
     if !(eps > 0.0) {
-        return Err(Error::attr("eps", format!("BatchNorm: must be positive, got {eps}")));
+        return Err(Error::attr("eps", format!("{op}: must be positive, got {eps}")));
     }
     let momentum = attrs.float("momentum")?;
     if !(0.0..=1.0).contains(&momentum) {
-        return Err(Error::attr("momentum", format!("BatchNorm: must lie in [0, 1], got {momentum}")));
+        return Err(Error::attr("momentum", format!("{op}: must lie in [0, 1], got {momentum}")));
     }
+    let axis = match attrs.get("axis") {
+        Ok(_) => attrs.int("axis")?,
+        Err(_) => 1,
+    };
     Ok(BnParams {
         eps,
         momentum,
         fix_gamma: attrs.bool("fix_gamma")?,
         use_global_stats: attrs.bool("use_global_stats")?,
-        axis: attrs.int("axis")?,
+        axis,
+        var_output,
     })
+}
+
+/// The parameters of a call: those its operator prepared, else
+/// `BatchNorm`'s reading of the attributes.
+pub(crate) fn bn_params(attrs: &Attrs) -> Result<BnParams> {
+    match attrs.prepared::<BnParams>() {
+        Some(p) => Ok(p.clone()),
+        None => parse_bn_params("BatchNorm", attrs, false),
+    }
 }
 
 /// Data of shape `shape` seen as `(outer, channels, inner)` around `axis`.

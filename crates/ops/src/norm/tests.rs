@@ -204,3 +204,26 @@ fn errors_and_names() {
     assert_eq!((op.outputs)(&attrs).unwrap(), vec!["output".to_string()]);
     assert_eq!((op.aux_states)(&attrs).unwrap(), vec!["moving_mean".to_string(), "moving_var".to_string()]);
 }
+
+#[test]
+fn v1_and_sync_forms_output_the_variance() {
+    let x = arr((0..24).map(|i| i as f32).collect(), &[2, 3, 2, 2]);
+    let p = params();
+    let ins = [&x, &p.gamma, &p.beta, &p.mean, &p.var];
+    let _t = autograd::train_mode();
+    for (op, extra) in
+        [("BatchNorm_v1", None), ("_contrib_SyncBatchNorm", Some(("key", AttrValue::from("bn0"))))]
+    {
+        let mut attrs: Vec<(&str, AttrValue)> = vec![("output_mean_var", true.into())];
+        attrs.extend(extra);
+        let outs = invoke(op, &ins, &attrs).unwrap();
+        close(&outs[1], &[7.5, 11.5, 15.5], 1e-6);
+        close(&outs[2], &[37.25; 3], 1e-5);
+        let y = outs[0].to_vec::<f64>().unwrap();
+        compare(op, "y", &y[..2], &[-1.1288314, -0.96498716], 1e-5, 1e-5).unwrap();
+    }
+    let e = invoke("_contrib_SyncBatchNorm", &ins, &[]).unwrap_err().to_string();
+    assert!(e.contains("key"), "{e}");
+    let e = invoke("BatchNorm_v1", &ins, &[("axis", 0.into())]).unwrap_err().to_string();
+    assert!(e.contains("axis"), "{e}");
+}

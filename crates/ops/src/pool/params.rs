@@ -141,10 +141,10 @@ pub(crate) fn window(attrs: &Attrs, p: &PoolParams, data: &[usize]) -> Result<(W
                 fmt_tuple(data)
             )));
         }
-        let pad = spatial_attr(OP, attrs, "pad", nd, 0, 0)?;
+        let pad = spatial_attr(OP, attrs, "pad", nd, 0, 0, true)?;
         Window {
-            kernel: spatial_attr(OP, attrs, "kernel", nd, 1, 1)?,
-            stride: spatial_attr(OP, attrs, "stride", nd, 1, 1)?,
+            kernel: spatial_attr(OP, attrs, "kernel", nd, 1, 1, true)?,
+            stride: spatial_attr(OP, attrs, "stride", nd, 1, 1, true)?,
             dilate: vec![1; nd],
             pad_after: pad.clone(),
             pad_before: pad,

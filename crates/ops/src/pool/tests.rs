@@ -135,6 +135,12 @@ fn three_d_and_same_convention_shapes() {
     let x = arr(&[1., 5., 2., 4., 3.], &[1, 1, 5]);
     let same = [("kernel", "(2,)".into()), ("stride", "(2,)".into()), ("pooling_convention", "same".into())];
     assert_eq!(pool(&x, &same), vec![5., 4., 3.]);
+    // as in MXNet, a longer pad or stride is read for the kernel's axes only
+    let long = [("kernel", "(2,)".into()), ("stride", "(2, 1, 1)".into()), ("pad", "(0, 0, 0)".into())];
+    assert_eq!(pool(&x, &long), vec![5., 4.]);
+    let mut bad_same = same.to_vec();
+    bad_same.push(("pad", "(1,)".into()));
+    assert!(invoke1("Pooling", &[&x], &bad_same).unwrap_err().to_string().contains("pad"));
 }
 
 #[test]
