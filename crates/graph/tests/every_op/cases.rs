@@ -414,6 +414,11 @@ pub fn cases() -> Vec<Case> {
         case("size_array", &[], vec![m(&[3, 4])]),
         case("broadcast_axis", &[("axis", "(1,)"), ("size", "(3,)")], vec![m(&[4, 1])]),
         case("slice_like", &[("axes", "(0,)")], vec![m(&[4, 3]), m(&[2, 5]).no_grad()]),
+        case("Pad", &[("mode", "edge"), ("pad_width", "(0, 0, 0, 0, 1, 2, 2, 1)")], vec![m(&[1, 1, 2, 3])]),
+        case("Pad", &[("mode", "reflect"), ("pad_width", "(0, 0, 0, 0, 1, 1, 2, 1)")], vec![m(&[1, 1, 2, 3])]),
+        case("pad", &[("mode", "constant"), ("pad_width", "(0, 0, 0, 0, 1, 0, 0, 2)"), ("constant_value", "1.5")], vec![m(&[1, 2, 2, 3])]),
+        case("split_v2", &[("indices_or_sections", "(1, 3)"), ("axis", "1")], vec![m(&[2, 5])]),
+        case("_split_v2", &[("sections", "3"), ("axis", "0"), ("squeeze_axis", "True")], vec![m(&[3, 2])]),
         // one_hot's only input is its indices: forward checks only
         case("one_hot", &[("depth", "4")], vec![idx(&[1., 0., 3.], &[3])]),
         case(

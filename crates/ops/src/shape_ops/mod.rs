@@ -14,11 +14,13 @@ mod reshape;
 
 pub(crate) use reshape::lhs_dtype;
 mod broadcast_axis;
+mod pad;
 mod reverse;
 mod shape_array;
 mod slice;
 mod slice_assign;
 mod slice_like;
+mod split_v2;
 mod tile;
 
 use oxnet_core::shape::{broadcast_strides, Shape};
@@ -35,6 +37,8 @@ pub(crate) fn register() {
     reverse::register();
     shape_array::register();
     broadcast_axis::register();
+    pad::register();
+    split_v2::register();
     tile::register();
 }
 
