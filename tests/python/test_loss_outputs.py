@@ -78,6 +78,8 @@ def test_symbol_inference():
     assert s.list_outputs() == ["sm_output"]
     assert s.infer_shape(data=(4, 5)) == ([(4, 5), (4,)], [(4, 5)], [])
     assert s.infer_type(data="float64")[0] == [np.float64, np.float64]
+    # an unknown batch size stays unknown in the label (MXNet's partial inference)
+    assert s.infer_shape_partial(data=(0, 10)) == ([(0, 10), (0,)], [(0, 10)], [])
     assert '"SoftmaxOutput"' in mx.sym.Softmax(mx.sym.var("data")).tojson()
     r = mx.sym.LinearRegressionOutput(mx.sym.var("data"), name="lr")
     assert r.infer_shape(data=(4, 1))[0] == [(4, 1), (4,)]

@@ -16,7 +16,7 @@ mod svm;
 #[cfg(test)]
 mod tests;
 
-use oxnet_core::shape::Shape;
+use oxnet_core::shape::{merge_partial, Shape};
 use oxnet_core::store::store_slice;
 use oxnet_core::{DType, Element, Error, NDArray, Req, Result};
 
@@ -122,6 +122,44 @@ fn label_drops_last_axis(
         }
         Some(_) => {}
         None => ins[1] = Some(want),
+    }
+    outs[0] = Some(d);
+    Ok(())
+}
+
+/// [`label_drops_last_axis`] over partially known shapes (a dimension of 0
+/// unknown), for graph inference: as MXNet, data of known rank gives the
+/// label its shape without the last axis, unknown extents included.
+fn label_drops_last_axis_partial(
+    op: &str,
+    same_ok: bool,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
+    let Some(d) = ins[0].clone() else { return Ok(()) };
+    if d.is_empty() {
+        return Ok(());
+    }
+    let want = Shape::from_slice(&d[..d.len() - 1]);
+    if let Some(mut l) = ins[1].clone() {
+        let target = if l.len() == want.len() {
+            &want
+        } else if same_ok && l.len() == d.len() {
+            &d
+        } else {
+            &Shape::from_slice(&[])
+        };
+        merge_partial(&mut l, target).map_err(|_| {
+            Error::Shape(format!(
+                "{op}: label has shape {:?}, data of shape {:?} needs {:?}",
+                l.as_slice(),
+                d.as_slice(),
+                want.as_slice()
+            ))
+        })?;
+        ins[1] = Some(l);
+    } else {
+        ins[1] = Some(want);
     }
     outs[0] = Some(d);
     Ok(())

@@ -4,9 +4,12 @@
 //! gradient.
 
 use super::super::softmax::{softmax_kernel, Kind};
-use super::{class_of, label_drops_last_axis, needed, store_f64, uniform_float_dtype, zero_label_grad};
+use super::{
+    class_of, label_drops_last_axis, label_drops_last_axis_partial, needed, store_f64, uniform_float_dtype,
+    zero_label_grad,
+};
 use oxnet_core::attrs::Attrs;
-use oxnet_core::shape::Shape;
+use oxnet_core::shape::{is_known, Shape};
 use oxnet_core::store::store_slice;
 use oxnet_core::{
     registry, AttrKind, AttrSpec, BackwardArgs, BackwardDeps, Element, Error, NDArray, OpContext, OpDef,
@@ -215,6 +218,18 @@ fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shap
     Ok(())
 }
 
+/// Graph inference over partial shapes: without multi_output, data of known
+/// rank gives the label its shape (as MXNet); with it, data must be complete.
+fn infer_shape_partial(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+    if !attrs.bool("multi_output")? {
+        return label_drops_last_axis_partial(OP, true, ins, outs);
+    }
+    match &ins[0] {
+        Some(d) if is_known(d) => infer_shape(attrs, ins, outs),
+        _ => Ok(()),
+    }
+}
+
 pub(super) fn register() {
     registry::register(
         OpDef::new(OP)
@@ -288,6 +303,7 @@ pub(super) fn register() {
                 Ok(std::sync::Arc::new(()))
             })
             .infer_shape(infer_shape)
+            .infer_shape_partial(infer_shape_partial)
             .infer_type(uniform_float_dtype(OP))
             .forward(forward)
             .backward(|_| BackwardDeps { inputs: vec![1], outputs: vec![0], ..Default::default() }, backward),

@@ -2,7 +2,10 @@
 //! gradient and gives data the gradient of the L2- (or, with `use_linear`,
 //! L1-) SVM hinge loss against class-id labels.
 
-use super::{class_of, label_drops_last_axis, needed, store_f64, uniform_float_dtype, zero_label_grad};
+use super::{
+    class_of, label_drops_last_axis, label_drops_last_axis_partial, needed, store_f64, uniform_float_dtype,
+    zero_label_grad,
+};
 use oxnet_core::store::store;
 use oxnet_core::{
     registry, AttrKind, AttrSpec, BackwardArgs, BackwardDeps, Error, NDArray, OpContext, OpDef, Result,
@@ -77,6 +80,7 @@ pub(super) fn register() {
                 "Use the L1-SVM objective (the L2-SVM objective otherwise).",
             ))
             .infer_shape(|_, ins, outs| label_drops_last_axis(OP, false, ins, outs))
+            .infer_shape_partial(|_, ins, outs| label_drops_last_axis_partial(OP, false, ins, outs))
             .infer_type(uniform_float_dtype(OP))
             .forward(|ctx, inputs, outputs| store(ctx.req[0], &outputs[0], &inputs[0]))
             .backward(|_| BackwardDeps { inputs: vec![1], outputs: vec![0], ..Default::default() }, backward),

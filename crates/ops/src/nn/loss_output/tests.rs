@@ -241,3 +241,28 @@ fn inference_and_errors() {
     assert_eq!(y[0].dtype(), DType::F64);
     close(&vals(&y[0]), &SOFTMAX);
 }
+
+#[test]
+fn partial_shape_inference() {
+    use oxnet_core::{registry, Shape};
+    // MXNet 1.9.1: data (0, 10) (batch unknown) gives label (0,); (4, 0, 3) gives (4, 0)
+    for op in ["SoftmaxOutput", "SVMOutput"] {
+        let def = registry::get(op).unwrap();
+        let partial = def.infer_shape_partial.clone().expect("partial inference");
+        let attrs = def.parse_attrs(&[]).unwrap();
+        for (data, label) in [(&[0usize, 10][..], &[0usize][..]), (&[4, 0, 3], &[4, 0])] {
+            let mut ins = vec![Some(Shape::from_slice(data)), None];
+            let mut outs = vec![None];
+            partial(&attrs, &mut ins, &mut outs).unwrap();
+            assert_eq!(ins[1].as_deref(), Some(label), "{op}");
+            assert_eq!(outs[0].as_deref(), Some(data), "{op}");
+        }
+        // a known label that agrees is kept; one that conflicts is an error
+        let mut ins = vec![Some(Shape::from_slice(&[0, 10])), Some(Shape::from_slice(&[4]))];
+        partial(&attrs, &mut ins, &mut [None]).unwrap();
+        assert_eq!(ins[1].as_deref(), Some(&[4usize][..]), "{op}");
+        let mut bad = vec![Some(Shape::from_slice(&[4, 10])), Some(Shape::from_slice(&[3]))];
+        let e = partial(&attrs, &mut bad, &mut [None]).unwrap_err().to_string();
+        assert!(e.contains(op) && e.contains("label"), "{e}");
+    }
+}
