@@ -3,11 +3,11 @@
 //! (scaled by `grad_scale` and, where the operator has one, by its
 //! `normalization`). Labels take no gradient (zeros).
 //!
-//! - [`make_loss`]: `MakeLoss` and `make_loss`, identity with a constant gradient;
-//! - [`softmax_output`]: `SoftmaxOutput` (alias `Softmax`);
-//! - [`regression`]: `LinearRegressionOutput`, `LogisticRegressionOutput`,
+//! - `make_loss`: `MakeLoss` and `make_loss`, identity with a constant gradient;
+//! - `softmax_output`: `SoftmaxOutput` (alias `Softmax`);
+//! - `regression`: `LinearRegressionOutput`, `LogisticRegressionOutput`,
 //!   `MAERegressionOutput`;
-//! - [`svm`]: `SVMOutput`.
+//! - `svm`: `SVMOutput`.
 
 mod make_loss;
 mod regression;

@@ -34,10 +34,10 @@ fn groups(attrs: &Attrs, shape: &[usize]) -> Result<(usize, usize, usize)> {
         Ok((shape[0], shape[1], shape[2..].iter().product()))
     } else if attrs.bool("preserve_shape")? {
         let last = shape[shape.len() - 1];
-        Ok((if last == 0 { 0 } else { size / last }, last, 1))
+        Ok((size.checked_div(last).unwrap_or(0), last, 1))
     } else {
         let n = shape[0];
-        Ok((n, if n == 0 { 0 } else { size / n }, 1))
+        Ok((n, size.checked_div(n).unwrap_or(0), 1))
     }
 }
 

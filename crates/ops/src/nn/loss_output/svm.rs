@@ -26,7 +26,7 @@ fn backward(ctx: &OpContext, args: &BackwardArgs, in_grads: &[NDArray]) -> Resul
     let labels = needed(OP, "label", args.inputs[1].as_ref())?.to_vec::<f64>()?;
     // the output viewed as (rows, classes)
     let classes = out_arr.shape().last().copied().unwrap_or(1);
-    let rows = if classes == 0 { 0 } else { out.len() / classes };
+    let rows = out.len().checked_div(classes).unwrap_or(0);
     if labels.len() < rows {
         return Err(Error::Shape(format!(
             "{OP}: label has {} elements, data of shape {:?} needs {rows}",
