@@ -1,5 +1,5 @@
 //! Creating arrays: `nd.array`, `zeros`, `ones`, `full`, `empty`, `arange`
-//! and the random draws.
+//! and seeding the global generator (the random draws are registry operators).
 
 use crate::array::{wrap, PyNDArray};
 use crate::errors::IntoPyResult;
@@ -99,49 +99,6 @@ pub fn arange<'py>(
         a = oxnet_core::invoke1("repeat", &[&a], &[("repeats", (repeat as i64).into())]).py()?;
     }
     wrap(py, a)
-}
-
-/// An array of `shape` (default `(1,)`) drawn by `draw(shape, dtype)` from
-/// the global generator, float32 unless `dtype` says otherwise.
-fn random_array<'py>(
-    py: Python<'py>,
-    shape: Option<&Bound<'py, PyAny>>,
-    ctx: Option<&Bound<'py, PyAny>>,
-    dtype: Option<&Bound<'py, PyAny>>,
-    draw: impl FnOnce(&[usize], DType) -> oxnet_core::Result<NDArray> + Send,
-) -> PyResult<Bound<'py, PyNDArray>> {
-    context::from_py_opt(ctx)?.ensure_available().py()?;
-    let dt = dtype::from_py_opt(dtype)?.unwrap_or(DType::F32);
-    let shape = shape.map(shape_of).transpose()?.unwrap_or_else(|| vec![1]);
-    wrap(py, py.detach(|| draw(&shape, dt)).py()?)
-}
-
-/// `nd.random.uniform(low=0, high=1, shape=(1,), ctx=None, dtype=float32)`.
-#[pyfunction]
-#[pyo3(signature = (low=0.0, high=1.0, shape=None, ctx=None, dtype=None))]
-pub fn random_uniform<'py>(
-    py: Python<'py>,
-    low: f64,
-    high: f64,
-    shape: Option<&Bound<'py, PyAny>>,
-    ctx: Option<&Bound<'py, PyAny>>,
-    dtype: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyNDArray>> {
-    random_array(py, shape, ctx, dtype, |s, dt| NDArray::random_uniform(low, high, s, dt))
-}
-
-/// `nd.random.normal(loc=0, scale=1, shape=(1,), ctx=None, dtype=float32)`.
-#[pyfunction]
-#[pyo3(signature = (loc=0.0, scale=1.0, shape=None, ctx=None, dtype=None))]
-pub fn random_normal<'py>(
-    py: Python<'py>,
-    loc: f64,
-    scale: f64,
-    shape: Option<&Bound<'py, PyAny>>,
-    ctx: Option<&Bound<'py, PyAny>>,
-    dtype: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyNDArray>> {
-    random_array(py, shape, ctx, dtype, |s, dt| NDArray::random_normal(loc, scale, s, dt))
 }
 
 /// Seeds oxnet's global random generator.

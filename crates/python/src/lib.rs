@@ -40,8 +40,6 @@ fn _oxnet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(create::full, m)?)?;
     m.add_function(wrap_pyfunction!(create::empty, m)?)?;
     m.add_function(wrap_pyfunction!(create::arange, m)?)?;
-    m.add_function(wrap_pyfunction!(create::random_uniform, m)?)?;
-    m.add_function(wrap_pyfunction!(create::random_normal, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(numpy_interop::from_numpy_shared, m)?)?;
     m.add_function(wrap_pyfunction!(create::seed, m)?)?;

@@ -55,7 +55,10 @@ def _random_helper(dist, params, shape, dtype, ctx, out, kwargs):
         attrs = {n: (int(v) if dist in ("negative_binomial", "randint") and n in ("k", "low", "high") else float(v))
                  for n, v in zip(names, params)}
         attrs.update(kwargs)
-        return _call(_PREFIX + dist, shape=shape, dtype=dtype, ctx=ctx, out=out, **attrs)
+        result = _call(_PREFIX + dist, shape=shape, dtype=dtype, ctx=ctx, out=out, **attrs)
+        if out is None and ctx is not None and hasattr(ctx, "device_type") and result.context != ctx:
+            result = result.as_in_context(ctx)
+        return result
     raise TypeError(f"Distribution parameters must be either NDArray or numbers, but got {type(params[0])}.")
 
 
