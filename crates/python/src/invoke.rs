@@ -180,7 +180,18 @@ pub fn invoke<'py>(
             let req = vec![Req::Write; targets.len()];
             py.detach(|| {
                 let refs: Vec<&NDArray> = inputs.iter().collect();
-                oxnet_core::invoke_into(op, &refs, &attrs, &targets, &req)
+                match op.visible_outputs {
+                    // `out` names the visible outputs only (sort, Dropout): the
+                    // hidden ones get fresh buffers and the visible are copied over
+                    Some(n) if targets.len() == n => {
+                        let outputs = oxnet_core::invoke_op(op, &refs, &attrs)?;
+                        for (t, o) in targets.iter().zip(&outputs) {
+                            t.assign_from(o)?;
+                        }
+                        Ok(())
+                    }
+                    _ => oxnet_core::invoke_into(op, &refs, &attrs, &targets, &req),
+                }
             })
             .py()?;
             Ok(out_obj)

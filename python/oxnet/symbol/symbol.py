@@ -442,7 +442,17 @@ def _fluent(op_name):
     return method
 
 
-for _name in _FLUENT:
+# MXNet 1.9.1's other fluent methods, for the operators the registry has
+_FLUENT_MORE = (
+    "abs", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "argmax_channel", "argsort",
+    "broadcast_axes", "broadcast_like", "cbrt", "ceil", "cosh", "degrees", "depth_to_space", "diag", "expand_dims",
+    "expm1", "fix", "flip", "floor", "log10", "log1p", "log2", "nanprod", "nansum", "pad", "radians", "rcbrt",
+    "reciprocal", "rint", "round", "rsqrt", "shape_array", "sinh", "size_array", "slice_like", "softmin", "sort",
+    "space_to_depth", "split_v2", "tan", "topk", "trunc",
+)
+_REGISTERED = {name for entry in _oxnet.list_ops() for name in [entry[0], *entry[1]]}
+
+for _name in _FLUENT + tuple(n for n in _FLUENT_MORE if n in _REGISTERED and n not in _FLUENT):
     setattr(Symbol, _name, _fluent(_name))
 
 
