@@ -85,8 +85,11 @@ fn split_of(front: Front, attrs: &Attrs) -> Result<Split> {
     }
 }
 
-/// The `(axis, [(start, end)], squeeze)` of a call on an input of shape `x`.
-fn pieces(front: Front, attrs: &Attrs, x: &[usize]) -> Result<(usize, Vec<(usize, usize)>, bool)> {
+/// The split axis, each piece's `(start, end)` along it, and `squeeze_axis`.
+type Pieces = (usize, Vec<(usize, usize)>, bool);
+
+/// The [`Pieces`] of a call on an input of shape `x`.
+fn pieces(front: Front, attrs: &Attrs, x: &[usize]) -> Result<Pieces> {
     let a = attrs.int("axis")?;
     let axis = normalize_axis(a, x.len()).map_err(|_| {
         Error::attr("axis", format!("split_v2: axis {a} is out of range for rank {}", x.len()))
@@ -95,7 +98,7 @@ fn pieces(front: Front, attrs: &Attrs, x: &[usize]) -> Result<(usize, Vec<(usize
     let starts = match split_of(front, attrs)? {
         Split::Starts(s) => s,
         Split::Sections(k) => match front {
-            Front::Python if n % k != 0 => {
+            Front::Python if !n.is_multiple_of(k) => {
                 return Err(Error::attr(
                     "indices_or_sections",
                     format!("array split does not result in an equal division: {n} into {k}"),

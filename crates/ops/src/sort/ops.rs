@@ -129,7 +129,7 @@ fn topk_grad(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
     if !g.needs_grad.first().copied().unwrap_or(false) {
         return Ok(vec![None]);
     }
-    let p = TopK::topk(g.attrs)?;
+    let p = TopK::of_topk(g.attrs)?;
     let data = &g.inputs[0];
     let dx = match p.ret {
         RetTyp::Indices | RetTyp::Mask => call("zeros_like", &[data], &[])?,
@@ -147,7 +147,7 @@ fn sort_grad(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
     if !g.needs_grad.first().copied().unwrap_or(false) {
         return Ok(vec![None]);
     }
-    let p = TopK::sort(g.attrs)?;
+    let p = TopK::of_sort(g.attrs)?;
     let hidden = g.outputs.get(1);
     Ok(vec![Some(value_grad(g, &p, hidden)?)])
 }
@@ -155,7 +155,7 @@ fn sort_grad(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
 /// `topk`'s output names: two for value and both (MXNet numbers them even
 /// when only the values are shown), one otherwise.
 fn topk_outputs(attrs: &Attrs) -> Result<Vec<String>> {
-    Ok(match TopK::topk(attrs)?.ret {
+    Ok(match TopK::of_topk(attrs)?.ret {
         RetTyp::Both => vec!["output0".into(), "output1".into()],
         RetTyp::Value => vec!["output0".into()],
         _ => vec!["output".into()],
@@ -193,14 +193,14 @@ pub(crate) fn register() {
         ));
     let topk = dtype_attr(axis_attrs(topk, false, "choose the top k"))
         .outputs_fn(topk_outputs)
-        .arity_fn(|attrs| Ok([1, 0, if TopK::topk(attrs)?.ret == RetTyp::Both { 2 } else { 1 }]))
+        .arity_fn(|attrs| Ok([1, 0, if TopK::of_topk(attrs)?.ret == RetTyp::Both { 2 } else { 1 }]))
         .prepare(|attrs| {
-            TopK::topk(attrs)?;
+            TopK::of_topk(attrs)?;
             Ok(std::sync::Arc::new(()))
         })
-        .infer_shape(|attrs, ins, outs| shapes(&TopK::topk(attrs)?, "topk", ins, outs))
-        .infer_type(|attrs, ins, outs| types(&TopK::topk(attrs)?, ins, outs))
-        .forward(|ctx, ins, outs| run(ctx, ins, outs, &TopK::topk(ctx.attrs)?))
+        .infer_shape(|attrs, ins, outs| shapes(&TopK::of_topk(attrs)?, "topk", ins, outs))
+        .infer_type(|attrs, ins, outs| types(&TopK::of_topk(attrs)?, ins, outs))
+        .forward(|ctx, ins, outs| run(ctx, ins, outs, &TopK::of_topk(ctx.attrs)?))
         .grad_rule(topk_grad);
     registry::register(topk);
 
@@ -215,9 +215,9 @@ pub(crate) fn register() {
     )
     .outputs(&["output0", "output1"])
     .visible_outputs(1)
-    .infer_shape(|attrs, ins, outs| shapes(&TopK::sort(attrs)?, "sort", ins, outs))
-    .infer_type(|attrs, ins, outs| types(&TopK::sort(attrs)?, ins, outs))
-    .forward(|ctx, ins, outs| run(ctx, ins, outs, &TopK::sort(ctx.attrs)?))
+    .infer_shape(|attrs, ins, outs| shapes(&TopK::of_sort(attrs)?, "sort", ins, outs))
+    .infer_type(|attrs, ins, outs| types(&TopK::of_sort(attrs)?, ins, outs))
+    .forward(|ctx, ins, outs| run(ctx, ins, outs, &TopK::of_sort(ctx.attrs)?))
     .grad_rule(sort_grad);
     registry::register(sort);
 
@@ -231,12 +231,12 @@ pub(crate) fn register() {
     );
     let argsort = dtype_attr(argsort)
         .prepare(|attrs| {
-            TopK::argsort(attrs)?;
+            TopK::of_argsort(attrs)?;
             Ok(std::sync::Arc::new(()))
         })
-        .infer_shape(|attrs, ins, outs| shapes(&TopK::argsort(attrs)?, "argsort", ins, outs))
-        .infer_type(|attrs, ins, outs| types(&TopK::argsort(attrs)?, ins, outs))
-        .forward(|ctx, ins, outs| run(ctx, ins, outs, &TopK::argsort(ctx.attrs)?))
+        .infer_shape(|attrs, ins, outs| shapes(&TopK::of_argsort(attrs)?, "argsort", ins, outs))
+        .infer_type(|attrs, ins, outs| types(&TopK::of_argsort(attrs)?, ins, outs))
+        .forward(|ctx, ins, outs| run(ctx, ins, outs, &TopK::of_argsort(ctx.attrs)?))
         .zero_grad();
     registry::register(argsort);
 

@@ -51,7 +51,7 @@ fn index_dtype(attrs: &Attrs) -> Result<DType> {
 
 impl TopK {
     /// `topk`'s attributes.
-    pub fn topk(attrs: &Attrs) -> Result<TopK> {
+    pub fn of_topk(attrs: &Attrs) -> Result<TopK> {
         let ret = match attrs.str("ret_typ")? {
             "value" => RetTyp::Value,
             "indices" => RetTyp::Indices,
@@ -68,7 +68,7 @@ impl TopK {
     }
 
     /// `sort`'s attributes: every value, in order.
-    pub fn sort(attrs: &Attrs) -> Result<TopK> {
+    pub fn of_sort(attrs: &Attrs) -> Result<TopK> {
         Ok(TopK {
             axis: attrs.opt_int("axis")?,
             k: 0,
@@ -79,7 +79,7 @@ impl TopK {
     }
 
     /// `argsort`'s attributes: every index, in order.
-    pub fn argsort(attrs: &Attrs) -> Result<TopK> {
+    pub fn of_argsort(attrs: &Attrs) -> Result<TopK> {
         Ok(TopK {
             axis: attrs.opt_int("axis")?,
             k: 0,
