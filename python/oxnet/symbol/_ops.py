@@ -11,7 +11,9 @@ from ..ndarray._ops import _CONTRIB, _docstring
 _RESERVED = {"var", "Variable", "Group", "load", "load_json", "fromjson", "Symbol", "trace", "contrib"}
 
 
-def _make(fname, op_name, attr_names):
+def _make(fname, op_name, attr_names, none_ok=()):
+    """``none_ok``: attributes that take None (``axis=None``): an explicit None
+    is passed on as MXNet's Python does, where for others it means "not given"."""
     from .symbol import Symbol, compose_op
 
     hint = fname.lower()
@@ -41,6 +43,8 @@ def _make(fname, op_name, attr_names):
         for k, v in kwargs.items():
             if isinstance(v, Symbol):
                 named[k] = v
+            elif v is None and k in none_ok:
+                params[k] = "None"
             else:
                 params[k] = v
         return compose_op(op_name, hint, positional, named, params, name=name, attr=attr)
@@ -61,10 +65,11 @@ def refresh(namespace):
     for name, aliases, doc, arguments, attrs, variadic in _oxnet.list_ops():
         docstring = _docstring(name, aliases, doc, arguments, attrs, variadic).replace("NDArray", "Symbol")
         attr_names = [a[0] for a in attrs]
+        none_ok = frozenset(a[0] for a in attrs if "None" in a[1])
         for n in [name, *aliases]:
             if n in _RESERVED:
                 continue
-            f = _make(n, n, attr_names)
+            f = _make(n, n, attr_names, none_ok)
             f.__doc__ = docstring
             namespace[n] = f
             if internal is not None and n.startswith("_"):
