@@ -63,7 +63,14 @@ fn padded(x: &[usize], mode: Mode, pads: &[(usize, usize)]) -> Result<Shape> {
             ));
         }
     }
-    Ok(x.iter().zip(pads).map(|(n, (b, a))| n + b + a).collect())
+    let out: Shape = x
+        .iter()
+        .zip(pads)
+        .map(|(n, (b, a))| n.checked_add(b + a))
+        .collect::<Option<_>>()
+        .ok_or_else(|| Error::attr("pad_width", "Pad: the padded shape is too large"))?;
+    super::check_size(&out, "Pad")?;
+    Ok(out)
 }
 
 /// For each position along an output axis, the input position it copies

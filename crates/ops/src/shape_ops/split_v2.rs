@@ -30,6 +30,9 @@ enum Front {
     Python,
 }
 
+/// The most pieces one call makes (each is an output of its own).
+const MAX_PIECES: usize = 1 << 16;
+
 /// How a call splits: start positions, or a number of sections.
 enum Split {
     Starts(Vec<usize>),
@@ -37,6 +40,21 @@ enum Split {
 }
 
 fn split_of(front: Front, attrs: &Attrs) -> Result<Split> {
+    let split = split_unchecked(front, attrs)?;
+    let n = match &split {
+        Split::Starts(s) => s.len(),
+        Split::Sections(k) => *k,
+    };
+    if n > MAX_PIECES {
+        return Err(Error::attr(
+            "sections",
+            format!("split_v2: {n} pieces; at most {MAX_PIECES} are supported"),
+        ));
+    }
+    Ok(split)
+}
+
+fn split_unchecked(front: Front, attrs: &Attrs) -> Result<Split> {
     let nonneg = |v: &[i64], what: &str| {
         v.iter()
             .map(|&i| {
