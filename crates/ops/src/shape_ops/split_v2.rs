@@ -306,6 +306,8 @@ mod tests {
         assert!(e.to_string().contains("equal division"), "{e}");
         assert!(invoke("split_v2", &[&x], &[("indices_or_sections", s("(2, 9)")), ("axis", 1i64.into())])
             .is_err());
+        let e = invoke("_split_v2", &[&x], &[("sections", (1i64 << 40).into())]).unwrap_err();
+        assert!(e.to_string().contains("pieces"), "{e}");
         let r = NDArray::from_vec(vec![0.5f64, -1.0, 2.0, 0.25, 3.0, -2.0], &[3, 2]).unwrap();
         OpChecker::new("split_v2", std::slice::from_ref(&r))
             .attr("indices_or_sections", "(1,)")
