@@ -53,8 +53,8 @@ fn forward(ctx: &oxnet_core::OpContext, inputs: &[NDArray], outputs: &[NDArray])
     let data = &inputs[0];
     let k = *data.shape().last().unwrap_or(&1);
     let probs = values_f64(data)?;
-    let n_dist = if k == 0 { 0 } else { probs.len() / k };
-    let per = if n_dist == 0 { 0 } else { outputs[0].size() / n_dist };
+    let n_dist = probs.len().checked_div(k).unwrap_or(0);
+    let per = outputs[0].size().checked_div(n_dist).unwrap_or(0);
     if k == 0 && outputs[0].size() > 0 {
         return Err(Error::Shape("data has no categories to draw from".into()));
     }
@@ -92,8 +92,8 @@ fn backward(ctx: &oxnet_core::OpContext, inputs: &[NDArray], outputs: &[NDArray]
     let probs = values_f64(data)?;
     let g = values_f64(ograd)?;
     let ys = values_f64(samples)?;
-    let n_dist = if k == 0 { 0 } else { probs.len() / k };
-    let per = if n_dist == 0 { 0 } else { ys.len() / n_dist };
+    let n_dist = probs.len().checked_div(k).unwrap_or(0);
+    let per = ys.len().checked_div(n_dist).unwrap_or(0);
     let mut dx = vec![0.0; probs.len()];
     for (j, (&y, &gj)) in ys.iter().zip(&g).enumerate() {
         let at = (j / per.max(1)) * k + y as usize;

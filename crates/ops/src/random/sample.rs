@@ -62,7 +62,7 @@ fn register_family(family: &'static Family) {
             .forward(move |ctx, inputs, outputs| {
                 let params = inputs.iter().map(values_f64).collect::<Result<Vec<_>>>()?;
                 let n = inputs[0].size();
-                let per = if n == 0 { 0 } else { outputs[0].size() / n };
+                let per = outputs[0].size().checked_div(n).unwrap_or(0);
                 let mut dists = Vec::with_capacity(n);
                 let mut values = vec![0.0; n_params];
                 for i in 0..n {

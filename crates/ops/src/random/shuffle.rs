@@ -7,7 +7,7 @@ use rand::Rng;
 fn forward(ctx: &oxnet_core::OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<()> {
     let (x, out) = (&inputs[0], &outputs[0]);
     let n = x.shape().first().copied().unwrap_or(1);
-    let row = if n == 0 { 0 } else { x.size() / n };
+    let row = x.size().checked_div(n).unwrap_or(0);
     // Fisher-Yates over the row indices
     let mut order: Vec<usize> = (0..n).collect();
     ctx.with_rng(|rng| {

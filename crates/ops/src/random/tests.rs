@@ -318,7 +318,8 @@ fn density_gradients_pass_the_op_checker() {
 
 #[test]
 fn invalid_parameters_name_the_operator_and_argument() {
-    let cases: [(&str, Vec<(&str, AttrValue)>, &str); 7] = [
+    type Case = (&'static str, Vec<(&'static str, AttrValue)>, &'static str);
+    let cases: [Case; 7] = [
         ("_random_normal", vec![("scale", (-1.0).into())], "`scale`"),
         ("_random_uniform", vec![("low", 2.0.into()), ("high", 1.0.into())], "`low`"),
         ("_random_gamma", vec![("alpha", (-1.0).into())], "`alpha`"),
