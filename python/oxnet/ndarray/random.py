@@ -140,6 +140,8 @@ def shuffle(data, **kwargs):
 
 def randint(low, high, shape=None, dtype=None, ctx=None, out=None, **kwargs):
     """Draws integers uniformly from ``[low, high)`` (int32 unless ``dtype='int64'``)."""
+    if not (_is_number(low) and _is_number(high)):
+        raise TypeError(f"randint: low and high must be integers, got {type(low)} and {type(high)}")
     return _random_helper("randint", [low, high], shape, dtype, ctx, out, kwargs)
 
 

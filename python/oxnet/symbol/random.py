@@ -113,6 +113,8 @@ def shuffle(data, **kwargs):
 
 def randint(low, high, shape=None, dtype=None, **kwargs):
     """Integers drawn uniformly from ``[low, high)``."""
+    if not (_is_number(low) and _is_number(high)):
+        raise TypeError(f"randint: low and high must be integers, got {type(low)} and {type(high)}")
     return _random_helper("randint", [low, high], shape, dtype, kwargs)
 
 
