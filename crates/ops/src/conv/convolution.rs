@@ -7,7 +7,7 @@
 use super::geometry::Geom3;
 use super::im2col::{col2im_add, im2col};
 use super::params::{conv_params, infer_shape, ConvParams};
-use crate::kernels::matmul::{self, MatmulScalar};
+use crate::kernels::matmul::{self, CpuGemm, MatmulScalar};
 use oxnet_core::store::store_slice;
 use oxnet_core::{
     registry, AttrKind, AttrSpec, BackwardArgs, BackwardDeps, Error, FloatElement, NDArray, OpContext, OpDef,
@@ -65,6 +65,49 @@ fn columns<'a, T: FloatElement>(x: &'a [T], d: &Dims, img: usize, grp: usize, bu
     buf
 }
 
+/// Images per parallel task, or `None` to run the images in turn with
+/// threaded products (one image, or one thread).
+fn images_per_task(n: usize) -> Option<usize> {
+    let threads = oxnet_core::parallel::num_threads();
+    (n > 1 && threads > 1).then(|| n.div_ceil(threads))
+}
+
+/// The forward pass of images `first..` into `y` (whole images), with
+/// products on `backend`.
+#[allow(clippy::too_many_arguments)]
+fn forward_images<T: FloatElement + MatmulScalar>(
+    backend: &CpuGemm,
+    p: &ConvParams,
+    d: &Dims,
+    x: &[T],
+    w: &[T],
+    bias: Option<&[T]>,
+    first: usize,
+    y: &mut [T],
+    accumulate: bool,
+) -> Result<()> {
+    let pos = d.g3.out_size();
+    let per_image = p.num_filter * pos;
+    let mut buf = if d.identity_columns() { Vec::new() } else { vec![T::zero(); d.rows() * pos] };
+    for (k, yimg) in y.chunks_mut(per_image.max(1)).enumerate() {
+        let img = first + k;
+        for grp in 0..p.num_group {
+            let col = columns(x, d, img, grp, &mut buf);
+            let wg = &w[grp * d.fg * d.rows()..][..d.fg * d.rows()];
+            let yg = &mut yimg[grp * d.fg * pos..][..d.fg * pos];
+            matmul::matmul_with(backend, wg, col, yg, d.fg, d.rows(), pos, false, false, accumulate)
+                .map_err(gemm_err)?;
+        }
+        if let Some(b) = bias {
+            for (f, plane) in yimg.chunks_exact_mut(pos.max(1)).enumerate() {
+                let bf = b[f].to_compute();
+                plane.iter_mut().for_each(|v| *v = T::from_compute(v.to_compute() + bf));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn forward_typed<T: FloatElement + MatmulScalar>(
     ctx: &OpContext,
     p: &ConvParams,
@@ -77,33 +120,78 @@ fn forward_typed<T: FloatElement + MatmulScalar>(
     }
     let d = Dims::new(p, inputs[0].shape(), out.shape());
     let (x, w) = (inputs[0].as_slice::<T>()?, inputs[1].as_slice::<T>()?);
+    let bias = if p.no_bias { None } else { Some(inputs[2].as_slice::<T>()?) };
     let y = out.as_mut_slice::<T>()?;
-    let pos = d.g3.out_size();
-    let mut buf = if d.identity_columns() { Vec::new() } else { vec![T::zero(); d.rows() * pos] };
+    let per_image = p.num_filter * d.g3.out_size();
     let accumulate = req == Req::Add;
-    for img in 0..d.n {
-        for grp in 0..p.num_group {
-            let col = columns(x, &d, img, grp, &mut buf);
-            let wg = &w[grp * d.fg * d.rows()..][..d.fg * d.rows()];
-            let yg = &mut y[(img * p.num_filter + grp * d.fg) * pos..][..d.fg * pos];
-            matmul::matmul(wg, col, yg, d.fg, d.rows(), pos, false, false, accumulate).map_err(gemm_err)?;
+    match images_per_task(d.n) {
+        // whole images per thread, each product on the calling thread
+        Some(per_task) if per_image > 0 => {
+            oxnet_core::parallel::try_for_each_chunk_mut(y, per_image * per_task, |t, ys| {
+                let backend = CpuGemm::single_threaded();
+                forward_images(&backend, p, &d, x, w, bias, t * per_task, ys, accumulate)
+            })
         }
-        if !p.no_bias {
-            let b = inputs[2].as_slice::<T>()?;
-            for (f, plane) in
-                y[img * p.num_filter * pos..][..p.num_filter * pos].chunks_exact_mut(pos.max(1)).enumerate()
-            {
-                let bf = b[f].to_compute();
-                plane.iter_mut().for_each(|v| *v = T::from_compute(v.to_compute() + bf));
-            }
-        }
+        _ => forward_images(&CpuGemm::new(), p, &d, x, w, bias, 0, y, accumulate),
     }
-    Ok(())
 }
 
 fn forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<()> {
     let p = conv_params(ctx.attrs)?;
     oxnet_core::with_float_dtype!(outputs[0].dtype(), T => forward_typed::<T>(ctx, &p, inputs, &outputs[0]))
+}
+
+/// The data gradient of images `first..` into `dx` (whole images, compute
+/// type): `weightᵀ · out_grad` per group, folded back by col2im.
+#[allow(clippy::too_many_arguments)]
+fn data_grad_images<T: FloatElement + MatmulScalar>(
+    backend: &CpuGemm,
+    p: &ConvParams,
+    d: &Dims,
+    dys: &[T],
+    ws: &[T],
+    first: usize,
+    dx: &mut [T::Compute],
+) -> Result<()> {
+    let (pos, plane) = (d.g3.out_size(), d.g3.in_size());
+    let mut buf = vec![T::zero(); d.rows() * pos];
+    for (k, dximg) in dx.chunks_mut((d.c * plane).max(1)).enumerate() {
+        let img = first + k;
+        for grp in 0..p.num_group {
+            let wg = &ws[grp * d.fg * d.rows()..][..d.fg * d.rows()];
+            let dyg = &dys[(img * p.num_filter + grp * d.fg) * pos..][..d.fg * pos];
+            matmul::matmul_with(backend, wg, dyg, &mut buf, d.rows(), d.fg, pos, true, false, false)
+                .map_err(gemm_err)?;
+            col2im_add::<T>(&buf, d.cg, &d.g3, &mut dximg[grp * d.cg * plane..][..d.cg * plane]);
+        }
+    }
+    Ok(())
+}
+
+/// The weight gradient summed over images `images`: `out_grad · colᵀ` per
+/// group.
+fn weight_grad_images<T: FloatElement + MatmulScalar>(
+    backend: &CpuGemm,
+    p: &ConvParams,
+    d: &Dims,
+    dys: &[T],
+    xs: &[T],
+    images: std::ops::Range<usize>,
+) -> Result<Vec<T>> {
+    let pos = d.g3.out_size();
+    let mut buf = if d.identity_columns() { Vec::new() } else { vec![T::zero(); d.rows() * pos] };
+    let mut dw = vec![T::zero(); p.num_filter * d.rows()];
+    let first = images.start;
+    for img in images {
+        for grp in 0..p.num_group {
+            let col = columns(xs, d, img, grp, &mut buf);
+            let dyg = &dys[(img * p.num_filter + grp * d.fg) * pos..][..d.fg * pos];
+            let dwg = &mut dw[grp * d.fg * d.rows()..][..d.fg * d.rows()];
+            matmul::matmul_with(backend, dyg, col, dwg, d.fg, pos, d.rows(), false, true, img > first)
+                .map_err(gemm_err)?;
+        }
+    }
+    Ok(dw)
 }
 
 fn backward_typed<T: FloatElement + MatmulScalar>(
@@ -117,33 +205,39 @@ fn backward_typed<T: FloatElement + MatmulScalar>(
     let d = Dims::new(p, x.shape(), dy.shape());
     let pos = d.g3.out_size();
     let (dys, xs, ws) = (dy.as_slice::<T>()?, x.as_slice::<T>()?, w.as_slice::<T>()?);
-    let mut buf = vec![T::zero(); d.rows() * pos];
+    let per_task = images_per_task(d.n);
     if ctx.req[0] != Req::Null {
-        let plane = d.g3.in_size();
+        let per_image = d.c * d.g3.in_size();
         let mut dx = vec![<T::Compute as num_traits::Zero>::zero(); xs.len()];
-        for img in 0..d.n {
-            for grp in 0..p.num_group {
-                let wg = &ws[grp * d.fg * d.rows()..][..d.fg * d.rows()];
-                let dyg = &dys[(img * p.num_filter + grp * d.fg) * pos..][..d.fg * pos];
-                matmul::matmul(wg, dyg, &mut buf, d.rows(), d.fg, pos, true, false, false)
-                    .map_err(gemm_err)?;
-                let dst = &mut dx[(img * d.c + grp * d.cg) * plane..][..d.cg * plane];
-                col2im_add::<T>(&buf, d.cg, &d.g3, dst);
+        match per_task {
+            Some(pt) if per_image > 0 => {
+                oxnet_core::parallel::try_for_each_chunk_mut(&mut dx, per_image * pt, |t, chunk| {
+                    data_grad_images::<T>(&CpuGemm::single_threaded(), p, &d, dys, ws, t * pt, chunk)
+                })?
             }
+            _ => data_grad_images::<T>(&CpuGemm::new(), p, &d, dys, ws, 0, &mut dx)?,
         }
         let dx: Vec<T> = dx.into_iter().map(T::from_compute).collect();
         store_slice(ctx.req[0], grads[0].as_mut_slice::<T>()?, &dx);
     }
     if ctx.req[1] != Req::Null {
-        let mut dw = vec![T::zero(); ws.len()];
-        for img in 0..d.n {
-            for grp in 0..p.num_group {
-                let col = columns(xs, &d, img, grp, &mut buf);
-                let dyg = &dys[(img * p.num_filter + grp * d.fg) * pos..][..d.fg * pos];
-                let dwg = &mut dw[grp * d.fg * d.rows()..][..d.fg * d.rows()];
-                matmul::matmul(dyg, col, dwg, d.fg, pos, d.rows(), false, true, img > 0).map_err(gemm_err)?;
+        let dw = match per_task {
+            Some(pt) => {
+                let tasks = d.n.div_ceil(pt);
+                let parts = oxnet_core::parallel::map(tasks, |t| {
+                    let images = t * pt..((t + 1) * pt).min(d.n);
+                    weight_grad_images::<T>(&CpuGemm::single_threaded(), p, &d, dys, xs, images)
+                });
+                let mut sum = vec![<T::Compute as num_traits::Zero>::zero(); ws.len()];
+                for part in parts {
+                    for (s, v) in sum.iter_mut().zip(part?) {
+                        *s = *s + v.to_compute();
+                    }
+                }
+                sum.into_iter().map(T::from_compute).collect()
             }
-        }
+            None => weight_grad_images::<T>(&CpuGemm::new(), p, &d, dys, xs, 0..d.n)?,
+        };
         store_slice(ctx.req[1], grads[1].as_mut_slice::<T>()?, &dw);
     }
     if !p.no_bias && ctx.req[2] != Req::Null {

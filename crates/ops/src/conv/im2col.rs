@@ -14,6 +14,19 @@ fn taps(g: &Geom3) -> impl Iterator<Item = [usize; 3]> + '_ {
     (0..g.k[0]).flat_map(move |a| (0..g.k[1]).flat_map(move |b| (0..g.k[2]).map(move |c| [a, b, c])))
 }
 
+/// Output indices `[lo, hi)` along axis `a` whose tap `t` reads inside the
+/// input (the others read padding).
+#[inline]
+fn valid_range(g: &Geom3, a: usize, t: usize) -> (usize, usize) {
+    let (s, off) = (g.s[a] as isize, (t * g.d[a]) as isize - g.p[a]);
+    // z = o·s + off must satisfy 0 <= z < inp
+    let lo = if off >= 0 { 0 } else { (-off + s - 1) / s };
+    let end = g.inp[a] as isize - off;
+    let hi = if end <= 0 { 0 } else { (end + s - 1) / s };
+    let hi = (hi as usize).min(g.out[a]);
+    ((lo as usize).min(hi), hi)
+}
+
 /// Fills `col` (`c·taps x out_size`) from `x` (`c` input planes).
 pub(crate) fn im2col<T: FloatElement>(x: &[T], c: usize, g: &Geom3, col: &mut [T]) {
     let (in_size, p) = (g.in_size(), g.out_size());
@@ -35,9 +48,16 @@ pub(crate) fn im2col<T: FloatElement>(x: &[T], c: usize, g: &Geom3, col: &mut [T
                         continue;
                     }
                     let line = &plane[(z0 as usize * ih + z1 as usize) * iw..][..iw];
-                    for (o2, d) in dst.iter_mut().enumerate() {
-                        let z2 = g.coord(2, o2, t[2]);
-                        *d = if g.inside(2, z2) { line[z2 as usize] } else { T::zero() };
+                    let (lo, hi) = valid_range(g, 2, t[2]);
+                    dst[..lo].fill(T::zero());
+                    dst[hi..].fill(T::zero());
+                    let first = (g.coord(2, lo, t[2])).max(0) as usize;
+                    if g.s[2] == 1 {
+                        dst[lo..hi].copy_from_slice(&line[first..first + (hi - lo)]);
+                    } else {
+                        for (d, z) in dst[lo..hi].iter_mut().zip((first..).step_by(g.s[2])) {
+                            *d = line[z];
+                        }
                     }
                 }
             }
@@ -66,11 +86,10 @@ pub(crate) fn col2im_add<T: FloatElement>(col: &[T], c: usize, g: &Geom3, dx: &m
                         continue;
                     }
                     let line = &mut plane[(z0 as usize * ih + z1 as usize) * iw..][..iw];
-                    for (o2, s) in src.iter().enumerate() {
-                        let z2 = g.coord(2, o2, t[2]);
-                        if g.inside(2, z2) {
-                            line[z2 as usize] = line[z2 as usize] + s.to_compute();
-                        }
+                    let (lo, hi) = valid_range(g, 2, t[2]);
+                    let first = (g.coord(2, lo, t[2])).max(0) as usize;
+                    for (v, z) in src[lo..hi].iter().zip((first..).step_by(g.s[2])) {
+                        line[z] = line[z] + v.to_compute();
                     }
                 }
             }
@@ -105,5 +124,32 @@ mod tests {
         let lhs: f64 = col.iter().zip(&y).map(|(a, b)| a * b).sum();
         let rhs: f64 = x.iter().zip(&back).map(|(a, b)| a * b).sum();
         assert!((lhs - rhs).abs() < 1e-12);
+    }
+
+    #[test]
+    fn valid_ranges_agree_with_the_coordinates() {
+        for (inp, k, s, d, p) in
+            [(5, 3, 2, 1, 1), (7, 3, 1, 2, 2), (4, 5, 3, 1, 3), (1, 1, 1, 1, 0), (6, 2, 4, 3, 0)]
+        {
+            let w = Window {
+                kernel: vec![k],
+                stride: vec![s],
+                dilate: vec![d],
+                pad_before: vec![p],
+                pad_after: vec![p],
+            };
+            let out = (inp + 2 * p - (d * (k - 1) + 1)) / s + 1;
+            let g = w.geom3(&[inp], &[out]);
+            for t in 0..k {
+                let (lo, hi) = valid_range(&g, 2, t);
+                for o in 0..out {
+                    assert_eq!(
+                        (lo..hi).contains(&o),
+                        g.inside(2, g.coord(2, o, t)),
+                        "{inp} {k} {s} {d} {p} t={t} o={o}"
+                    );
+                }
+            }
+        }
     }
 }

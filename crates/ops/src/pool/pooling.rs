@@ -51,9 +51,18 @@ fn each_in(g: &Geom3, s: &Span, mut f: impl FnMut(usize)) {
     }
 }
 
-/// Output positions of a plane in order.
-fn positions(g: &Geom3) -> impl Iterator<Item = [usize; 3]> + '_ {
-    (0..g.out[0]).flat_map(move |a| (0..g.out[1]).flat_map(move |b| (0..g.out[2]).map(move |c| [a, b, c])))
+/// The window of every output position of a plane, in order (the same for
+/// every plane of a call, so computed once).
+fn spans(g: &Geom3, after: &[usize; 3], include_pad: bool) -> Vec<Span> {
+    let mut v = Vec::with_capacity(g.out_size());
+    for a in 0..g.out[0] {
+        for b in 0..g.out[1] {
+            for c in 0..g.out[2] {
+                v.push(span(g, after, [a, b, c], include_pad));
+            }
+        }
+    }
+    v
 }
 
 /// The geometry of a call and the padding after each of its three axes.
@@ -72,18 +81,17 @@ fn cast<C: Float>(v: f64) -> C {
     <C as NumCast>::from(v).unwrap_or_else(C::zero)
 }
 
-fn pool_plane<T: FloatElement>(p: &PoolParams, g: &Geom3, after: &[usize; 3], x: &[T], y: &mut [T]) {
-    for (o, out) in positions(g).zip(y.iter_mut()) {
-        let s = span(g, after, o, p.count_include_pad);
+fn pool_plane<T: FloatElement>(p: &PoolParams, g: &Geom3, windows: &[Span], x: &[T], y: &mut [T]) {
+    for (s, out) in windows.iter().zip(y.iter_mut()) {
         let v = match p.pool_type {
             PoolType::Max => {
                 let mut m = <T::Compute as Float>::min_value();
-                each_in(g, &s, |i| m = m.max(x[i].to_compute()));
+                each_in(g, s, |i| m = m.max(x[i].to_compute()));
                 m
             }
             PoolType::Sum | PoolType::Avg => {
                 let mut acc = T::Compute::zero();
-                each_in(g, &s, |i| acc = acc + x[i].to_compute());
+                each_in(g, s, |i| acc = acc + x[i].to_compute());
                 if p.pool_type == PoolType::Avg {
                     if s.count == 0 {
                         T::Compute::zero()
@@ -96,7 +104,7 @@ fn pool_plane<T: FloatElement>(p: &PoolParams, g: &Geom3, after: &[usize; 3], x:
             }
             PoolType::Lp(pv) => {
                 let mut acc = T::Compute::zero();
-                each_in(g, &s, |i| acc = acc + x[i].to_compute().powi(pv));
+                each_in(g, s, |i| acc = acc + x[i].to_compute().powi(pv));
                 match pv {
                     1 => acc,
                     2 => acc.sqrt(),
@@ -111,19 +119,18 @@ fn pool_plane<T: FloatElement>(p: &PoolParams, g: &Geom3, after: &[usize; 3], x:
 fn unpool_plane<T: FloatElement>(
     p: &PoolParams,
     g: &Geom3,
-    after: &[usize; 3],
+    windows: &[Span],
     x: &[T],
     y: &[T],
     dy: &[T],
     dx: &mut [T::Compute],
 ) {
-    for ((o, gy), yv) in positions(g).zip(dy).zip(y) {
-        let s = span(g, after, o, p.count_include_pad);
+    for ((s, gy), yv) in windows.iter().zip(dy).zip(y) {
         let gy = gy.to_compute();
         match p.pool_type {
             PoolType::Max => {
                 let mut best: Option<(usize, T::Compute)> = None;
-                each_in(g, &s, |i| {
+                each_in(g, s, |i| {
                     let v = x[i].to_compute();
                     if best.is_none_or(|(_, b)| v > b) {
                         best = Some((i, v));
@@ -133,17 +140,17 @@ fn unpool_plane<T: FloatElement>(
                     dx[i] = dx[i] + gy;
                 }
             }
-            PoolType::Sum => each_in(g, &s, |i| dx[i] = dx[i] + gy),
+            PoolType::Sum => each_in(g, s, |i| dx[i] = dx[i] + gy),
             PoolType::Avg => {
                 if s.count > 0 {
                     let share = gy / cast(s.count as f64);
-                    each_in(g, &s, |i| dx[i] = dx[i] + share);
+                    each_in(g, s, |i| dx[i] = dx[i] + share);
                 }
             }
             PoolType::Lp(pv) => {
                 // d/dx (sum x^p)^(1/p) = (x / y)^(p-1)
                 let yv = yv.to_compute();
-                each_in(g, &s, |i| {
+                each_in(g, s, |i| {
                     let d = if pv == 1 { T::Compute::one() } else { (x[i].to_compute() / yv).powi(pv - 1) };
                     dx[i] = dx[i] + gy * d;
                 });
@@ -155,6 +162,7 @@ fn unpool_plane<T: FloatElement>(
 fn forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<()> {
     let p = pool_params(ctx.attrs)?;
     let (g, after) = geometry(ctx.attrs, &p, inputs[0].shape())?;
+    let windows = spans(&g, &after, p.count_include_pad);
     let (ins, outs) = (g.in_size(), g.out_size());
     oxnet_core::with_float_dtype!(inputs[0].dtype(), T => {
         let x = inputs[0].as_slice::<T>()?;
@@ -164,7 +172,7 @@ fn forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<(
             oxnet_core::parallel::for_each_chunk_mut(&mut y, chunk, |t, ys| {
                 let first = t * chunk / outs;
                 for (k, plane) in ys.chunks_mut(outs).enumerate() {
-                    pool_plane(&p, &g, &after, &x[(first + k) * ins..][..ins], plane);
+                    pool_plane(&p, &g, &windows, &x[(first + k) * ins..][..ins], plane);
                 }
             });
         }
@@ -181,6 +189,7 @@ fn backward(ctx: &OpContext, args: &BackwardArgs, grads: &[NDArray]) -> Result<(
     let x = args.inputs[0].as_ref().ok_or_else(missing)?;
     let y = args.outputs[0].as_ref().ok_or_else(missing)?;
     let (g, after) = geometry(ctx.attrs, &p, x.shape())?;
+    let windows = spans(&g, &after, p.count_include_pad);
     let (ins, outs) = (g.in_size(), g.out_size());
     oxnet_core::with_float_dtype!(x.dtype(), T => {
         let (xs, ys, dys) = (x.as_slice::<T>()?, y.as_slice::<T>()?, dy.as_slice::<T>()?);
@@ -192,7 +201,7 @@ fn backward(ctx: &OpContext, args: &BackwardArgs, grads: &[NDArray]) -> Result<(
                 for (k, plane) in dxs.chunks_mut(ins).enumerate() {
                     let n = first + k;
                     let (xp, yp, dyp) = (&xs[n * ins..][..ins], &ys[n * outs..][..outs], &dys[n * outs..][..outs]);
-                    unpool_plane(&p, &g, &after, xp, yp, dyp, plane);
+                    unpool_plane(&p, &g, &windows, xp, yp, dyp, plane);
                 }
             });
         }
