@@ -89,6 +89,7 @@ pub(crate) fn deconv_params(attrs: &Attrs) -> Result<DeconvParams> {
 /// The padding and adj per axis for an input of spatial extents `input`
 /// (with target_shape, as MXNet derives them: the total padding split with
 /// its odd part going to adj).
+#[allow(clippy::needless_range_loop)] // per-axis attributes side by side
 pub(crate) fn pad_adj(p: &DeconvParams, input: &[usize]) -> Result<(Vec<usize>, Vec<usize>)> {
     if p.target.is_empty() {
         return Ok((p.win.pad_before.clone(), p.adj.clone()));
@@ -171,7 +172,7 @@ pub(crate) fn infer_shape(
             data[1] = w[0];
         }
     }
-    if data[1] != 0 && data[1] % p.num_group != 0 {
+    if data[1] != 0 && !data[1].is_multiple_of(p.num_group) {
         return Err(Error::Shape(format!(
             "{OP}: data has {} channels (shape {}), not divisible by num_group={}",
             data[1],

@@ -195,7 +195,7 @@ pub(crate) fn infer_shape(
         }
     }
     let channels = data[1];
-    if channels != 0 && channels % p.num_group != 0 {
+    if channels != 0 && !channels.is_multiple_of(p.num_group) {
         return Err(Error::Shape(format!(
             "{op}: data has {channels} channels (shape {}), not divisible by num_group={}",
             fmt_tuple(&data),

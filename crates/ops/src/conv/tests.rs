@@ -53,6 +53,7 @@ impl Case {
 
     /// The output by direct loops over every output element and tap, with
     /// the spatial axes padded to three.
+    #[allow(clippy::needless_range_loop)] // the direct loops are the point
     fn reference(&self, ins: &[NDArray]) -> (Vec<usize>, Vec<f64>) {
         let lead = 3 - self.kernel.len();
         let pad3 = |v: &[usize], fill: usize| {

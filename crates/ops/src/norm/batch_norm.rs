@@ -156,9 +156,9 @@ fn backward_typed<T: FloatElement>(ctx: &OpContext, args: &BackwardArgs, grads: 
     }
     store_slice(ctx.req[2], grads[2].as_mut_slice::<T>()?, &cast(&sum_dy));
     // the moving statistics get no gradient
-    for i in 3..5 {
-        if ctx.req[i] == Req::Write {
-            grads[i].as_mut_slice::<T>()?.fill(T::zero());
+    for (g, r) in grads.iter().zip(ctx.req).skip(3) {
+        if *r == Req::Write {
+            g.as_mut_slice::<T>()?.fill(T::zero());
         }
     }
     if batch {

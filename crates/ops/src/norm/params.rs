@@ -29,7 +29,7 @@ pub(crate) struct BnParams {
 /// `axis` attribute normalise along axis 1.
 pub(crate) fn parse_bn_params(op: &str, attrs: &Attrs, var_output: bool) -> Result<BnParams> {
     let eps = attrs.float("eps")?;
-    if !(eps > 0.0) {
+    if eps.is_nan() || eps <= 0.0 {
         return Err(Error::attr("eps", format!("{op}: must be positive, got {eps}")));
     }
     let momentum = attrs.float("momentum")?;

@@ -102,6 +102,7 @@ pub(crate) fn pool_params(attrs: &Attrs) -> Result<PoolParams> {
 }
 
 /// The window and output shape for data of shape `data` (complete).
+#[allow(clippy::needless_range_loop)] // per-axis attributes side by side
 pub(crate) fn window(attrs: &Attrs, p: &PoolParams, data: &[usize]) -> Result<(Window, Vec<usize>)> {
     if data.len() < 3 || data.len() > 5 {
         return Err(Error::Shape(format!(
@@ -201,7 +202,7 @@ pub(crate) fn infer_shape(
 ) -> Result<()> {
     let p = pool_params(attrs)?;
     let Some(data) = ins[0].clone() else { return Ok(()) };
-    if data.iter().any(|&d| d == 0) && data.len() >= 3 && data[2..].iter().any(|&d| d == 0) {
+    if data.len() >= 3 && data[2..].contains(&0) {
         // partially known spatial extents: only batch and channels pass through
         let mut o = vec![0; data.len()];
         o[..2].copy_from_slice(&data[..2]);

@@ -71,9 +71,7 @@ fn geometry(attrs: &oxnet_core::Attrs, p: &PoolParams, data: &[usize]) -> Result
     let g = win.geom3(&data[2..], &out[2..]);
     let mut after = [0; 3];
     let lead = 3 - win.nd();
-    for i in 0..win.nd() {
-        after[lead + i] = win.pad_after[i];
-    }
+    after[lead..].copy_from_slice(&win.pad_after);
     Ok((g, after))
 }
 

@@ -30,12 +30,12 @@ fn values_computed_by_mxnet() {
     let avg = ("pool_type", AttrValue::from("avg"));
     let full = ("pooling_convention", AttrValue::from("full"));
     let no_pad = ("count_include_pad", AttrValue::from(false));
-    close(&pool(&x, &a("(2,)", "(2,)", "(1,)", &[avg.clone()])), &[0.5, 2.5, 4.5]);
+    close(&pool(&x, &a("(2,)", "(2,)", "(1,)", std::slice::from_ref(&avg))), &[0.5, 2.5, 4.5]);
     close(&pool(&x, &a("(2,)", "(2,)", "(1,)", &[avg.clone(), no_pad.clone()])), &[1., 2.5, 4.5]);
     close(&pool(&x, &a("(2,)", "(2,)", "(1,)", &[avg.clone(), full.clone()])), &[0.5, 2.5, 4.5, 0.]);
     close(&pool(&x, &a("(2,)", "(2,)", "(1,)", &[avg.clone(), full.clone(), no_pad])), &[1., 2.5, 4.5, 0.]);
-    close(&pool(&x, &a("(3,)", "(2,)", "(1,)", &[full.clone()])), &[2., 4., 5.]);
-    close(&pool(&x, &a("(2,)", "(2,)", "(1,)", &[full.clone()])), &[1., 3., 5., f32::MIN]);
+    close(&pool(&x, &a("(3,)", "(2,)", "(1,)", std::slice::from_ref(&full))), &[2., 4., 5.]);
+    close(&pool(&x, &a("(2,)", "(2,)", "(1,)", std::slice::from_ref(&full))), &[1., 3., 5., f32::MIN]);
     let lp = ("pool_type", AttrValue::from("lp"));
     close(
         &pool(&x, &a("(3,)", "(2,)", "(1,)", &[lp.clone(), ("p_value", 2.into()), full])),
@@ -152,7 +152,7 @@ fn gradients_match_central_differences() {
         ("avg", vec![("count_include_pad", AttrValue::from(false)), ("pooling_convention", "full".into())]),
         ("sum", vec![]),
     ] {
-        let mut c = OpChecker::new("Pooling", &[x.clone()])
+        let mut c = OpChecker::new("Pooling", std::slice::from_ref(&x))
             .attr("kernel", "(3, 2)")
             .attr("stride", "(2, 1)")
             .attr("pad", "(1, 1)")
@@ -164,7 +164,7 @@ fn gradients_match_central_differences() {
     }
     let pos = NDArray::random_uniform(0.5, 1.5, &[1, 2, 4, 4, 3], DType::F64).unwrap();
     for p in [1, 2, 3] {
-        OpChecker::new("Pooling", &[pos.clone()])
+        OpChecker::new("Pooling", std::slice::from_ref(&pos))
             .attr("kernel", "(2, 2, 2)")
             .attr("pool_type", "lp")
             .attr("p_value", p)
