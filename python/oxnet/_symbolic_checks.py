@@ -156,9 +156,11 @@ def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=Non
     """Runs ``sym`` once per configuration in ``ctx_list`` (dicts with
     ``ctx``, input shapes and an optional ``type_dict``) on the same random
     inputs and output gradients, and compares every configuration's outputs
-    and gradients with the most precise one's. Returns the ground truth
-    ``{name: numpy array}`` (outputs under their output names, gradients
-    under ``<arg>_grad``)."""
+    and gradients with the most precise one's. ``sym`` may also be a list of
+    symbols, one per configuration (as in MXNet: equivalent symbols written
+    differently), compared output by output. Returns the ground truth
+    ``{name: numpy array}`` (outputs under the first symbol's output names,
+    gradients under ``<arg>_grad``)."""
     del use_uniform
     if tol is None:
         tol = {np.dtype(np.float16): 1e-1, np.dtype(np.float32): 1e-3, np.dtype(np.float64): 1e-5,
@@ -166,12 +168,16 @@ def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=Non
     elif isinstance(tol, (int, float)):
         tol = {np.dtype(t): tol for t in (np.float16, np.float32, np.float64, np.uint8, np.int32, np.int64)}
     rng = np.random.default_rng(0)
+    syms = list(sym) if isinstance(sym, (list, tuple)) else [sym] * len(ctx_list)
+    if len(syms) != len(ctx_list):
+        raise ValueError(f"check_consistency: {len(syms)} symbols for {len(ctx_list)} configurations")
+    out_names = syms[0].list_outputs()
     runs = []
-    for config in ctx_list:
+    for s_, config in zip(syms, ctx_list):
         config = dict(config)
         ctx = config.pop("ctx", None) or default_context()
         type_dict = config.pop("type_dict", {})
-        exe = sym.simple_bind(ctx, grad_req=grad_req, type_dict=type_dict, **config)
+        exe = s_.simple_bind(ctx, grad_req=grad_req, type_dict=type_dict, **config)
         runs.append((exe, type_dict))
     first = runs[0][0]
     if arg_params is None:
@@ -185,7 +191,7 @@ def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=Non
         for n, a in exe.aux_dict.items():
             a[:] = aux_params[n].astype(np.float64)
         outs = exe.forward(is_train=True)
-        result = {name: o.asnumpy() for name, o in zip(sym.list_outputs(), outs)}
+        result = {name: o.asnumpy() for name, o in zip(out_names, outs)}
         if grad_req != "null":
             heads = [np.random.default_rng(1).normal(size=o.shape) for o in outs]
             exe.backward([array(h.astype(o.asnumpy().dtype), dtype=o.asnumpy().dtype) for h, o in zip(heads, outs)])

@@ -111,5 +111,13 @@ class Executor:
         self._h.set_monitor(callback)
 
     def debug_str(self):
-        """A listing of the bound graph."""
-        return self._symbol.debug_str()
+        """A listing of the bound graph, then (as MXNet's) the memory its
+        operator outputs take: ``Total N MB allocated``, the planned
+        buffers for the forward and backward steps (shared where lifetimes
+        allow), not counting the bound argument, gradient and aux arrays."""
+        planned, naive, blocks = self._h.memory_plan()
+        mb = planned >> 20
+        listing = self._symbol.debug_str()
+        return (listing + ("" if listing.endswith("\n") else "\n")
+                + f"Total {mb} MB allocated\n"
+                + f"Memory plan: {blocks} blocks, {planned} bytes (one buffer per output would take {naive})\n")

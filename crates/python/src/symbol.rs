@@ -238,6 +238,14 @@ impl ExecutorHandle {
         arrays(self.lock().outputs())
     }
 
+    /// `(planned bytes, one-buffer-per-entry bytes, blocks)` of the memory
+    /// plan for the operator outputs (forward and backward).
+    fn memory_plan(&self) -> (usize, usize, usize) {
+        let exe = self.lock();
+        let plan = exe.memory_plan();
+        (plan.planned_bytes(), plan.naive_bytes, plan.block_bytes.len())
+    }
+
     fn arg_names(&self) -> Vec<String> {
         self.lock().arg_names().to_vec()
     }

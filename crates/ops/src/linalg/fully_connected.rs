@@ -101,10 +101,9 @@ fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shap
 /// from the output's, and one unknown feature axis of data from the weight.
 fn infer_shape_partial(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
     let p = params(attrs)?;
-    merge(&mut ins[1], &[p.num_hidden, 0], "FullyConnected: weight")?;
-    if !p.no_bias {
-        merge(&mut ins[2], &[p.num_hidden], "FullyConnected: bias")?;
-    }
+    // a given weight is checked now; the parameters are filled (as in
+    // MXNet) only once data's rank is known
+    merge(&mut ins[1].clone(), &[p.num_hidden, 0], "FullyConnected: weight")?;
     if ins[0].is_none() && !p.flatten {
         // without flattening, data has the output's rank
         if let Some(o) = &outs[0] {
@@ -112,6 +111,9 @@ fn infer_shape_partial(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Opt
         }
     }
     let Some(mut data) = ins[0].clone() else { return Ok(()) };
+    if !p.no_bias {
+        merge(&mut ins[2], &[p.num_hidden], "FullyConnected: bias")?;
+    }
     let (_, _, split) = data_matrix(&data, p.flatten)?;
     let out = out_shape(&data, &p);
     merge(&mut outs[0], &out, "FullyConnected: the output")?;

@@ -236,12 +236,13 @@ pub(crate) fn register() {
     reg(OpDef::new("identity")
         .alias("_copy")
         .doc("Returns a copy of the input.")
+        .inplace(&[(0, 0)])
         .forward(copy_kernel)
         .grad_rule(rule(|g, _, _, _| Ok(g.clone()))));
     reg(OpDef::new("_identity_with_attr_like_rhs")
         .doc("Returns a copy of `lhs`, which must have the shape of `rhs`: a shape constraint that lets graph inference learn either one from the other. The gradient flows to `lhs` only.")
         .arguments(&["lhs", "rhs"])
-        .forward(copy_kernel)
+        .forward(|ctx, ins, outs| copy_kernel(ctx, &ins[..1], outs))
         .grad_rule(|g| {
             let rhs = if g.needs_grad[1] { Some(crate::util::call("zeros_like", &[&g.inputs[1]], &[])?) } else { None };
             Ok(vec![Some(g.out_grads[0].clone()), rhs])
@@ -249,6 +250,7 @@ pub(crate) fn register() {
     reg(OpDef::new("BlockGrad")
         .alias("stop_gradient")
         .doc("Returns a copy of the input and stops gradients from flowing through it (zero gradient).")
+        .inplace(&[(0, 0)])
         .forward(copy_kernel)
         .zero_grad());
     reg(OpDef::new("zeros_like")
