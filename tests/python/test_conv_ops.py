@@ -194,3 +194,17 @@ def test_v1_and_sync_batchnorm_output_the_variance():
     np.testing.assert_allclose(var.asnumpy(), [37.25] * 3, rtol=1e-6)
     assert mx.sym.BatchNorm_v1(mx.sym.var("d"), name="v1").list_auxiliary_states() == ["v1_moving_mean",
                                                                                         "v1_moving_var"]
+
+
+def test_lrn_matches_mxnet():
+    x = mx.nd.array(np.arange(10).reshape(1, 5, 1, 2) / 3.0 - 1)
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.LRN(x, nsize=3, alpha=0.3, beta=0.6, knorm=1.5)
+    y.backward(mx.nd.array(np.arange(10).reshape(1, 5, 1, 2) % 4))
+    np.testing.assert_allclose(y.asnumpy().ravel(), [-0.75114655, -0.51362407, -0.24935183, 0.0, 0.24935183,
+                                                     0.48112202, 0.6827727, 0.84891504, 1.1419898, 1.289646],
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(x.grad.asnumpy().ravel(), [-0.03689041, 0.74383104, 1.4838141, 2.272297, -0.01662063,
+                                                          0.60333115, 1.2787931, 1.5740454, -0.14458716, 0.20784965],
+                               rtol=1e-5, atol=1e-6)

@@ -342,6 +342,7 @@ pub fn cases() -> Vec<Case> {
             &[("fix_gamma", "False"), ("use_global_stats", "True")],
             vec![m(&[3, 2, 2]), pos(&[2]), m(&[2]), x(&[2]).no_grad(), pos(&[2]).no_grad()],
         ),
+        case("LRN", &[("nsize", "3"), ("alpha", "0.5")], vec![m(&[2, 4, 3])]),
         case(
             "BatchNorm_v1",
             &[("use_global_stats", "True"), ("output_mean_var", "True")],

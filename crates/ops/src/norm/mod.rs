@@ -1,7 +1,9 @@
-//! Normalization: `BatchNorm`, with the moving statistics as auxiliary
-//! states.
+//! Normalization: `BatchNorm` (and its `BatchNorm_v1` and
+//! `contrib.SyncBatchNorm` forms), with the moving statistics as auxiliary
+//! states, and `LRN`.
 
 mod batch_norm;
+mod lrn;
 mod params;
 
 #[cfg(test)]
@@ -10,4 +12,5 @@ mod tests;
 /// Registers this module's operators.
 pub(crate) fn register() {
     batch_norm::register();
+    lrn::register();
 }
