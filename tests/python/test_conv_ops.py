@@ -208,3 +208,24 @@ def test_lrn_matches_mxnet():
     np.testing.assert_allclose(x.grad.asnumpy().ravel(), [-0.03689041, 0.74383104, 1.4838141, 2.272297, -0.01662063,
                                                           0.60333115, 1.2787931, 1.5740454, -0.14458716, 0.20784965],
                                rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape_kw", [dict(pad=(1, 1), adj=(1, 1)), dict(target_shape=(6, 6))])
+def test_deconvolution_matches_mxnet(shape_kw):
+    x = mx.nd.array(np.arange(18).reshape(1, 2, 3, 3) % 5 - 2)
+    w = mx.nd.array(np.arange(36).reshape(2, 2, 3, 3) % 4 - 1.5)
+    b = mx.nd.array([0.25, -0.5])
+    for a in (x, w, b):
+        a.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.Deconvolution(x, w, b, kernel=(3, 3), num_filter=2, no_bias=False, stride=(2, 2), **shape_kw)
+    assert y.shape == (1, 2, 6, 6)
+    np.testing.assert_allclose(y.asnumpy()[0, 0, 0], [4.25, 3.75, 0.75, -1.75, -0.25, -1.25])
+    y.backward(mx.nd.array(np.arange(72).reshape(y.shape) % 7 - 3))
+    np.testing.assert_allclose(x.grad.asnumpy()[0, 0], [[20.5, -4.0, -8.0], [-21.0, 40.5, 1.5], [4.0, -25.5, 40.5]])
+    np.testing.assert_allclose(w.grad.asnumpy()[0, 1], [[-6.0, -10.0, -9.0], [-6.0, 0.0, -9.0], [15.0, 2.0, 0.0]])
+    np.testing.assert_allclose(b.grad.asnumpy(), [-3.0, -2.0])
+    sym = mx.sym.Deconvolution(mx.sym.var("data"), kernel=(3, 3), num_filter=4, stride=(2, 2), name="d", **shape_kw)
+    assert sym.list_arguments() == ["data", "d_weight"]
+    args, outs, _ = sym.infer_shape(data=(1, 2, 3, 3))
+    assert args[1] == (2, 4, 3, 3) and outs == [(1, 4, 6, 6)]
