@@ -12,7 +12,7 @@
 //! unchanged. With `fix_gamma`, gamma is taken as 1 and gets a zero
 //! gradient.
 
-use super::params::{bn_params, infer_shape, parse_bn_params, BnParams, ChannelView};
+use super::params::{bn_params, infer_shape, infer_type, parse_bn_params, BnParams, ChannelView};
 use oxnet_core::store::store_slice;
 use oxnet_core::{
     registry, AttrKind, AttrSpec, BackwardArgs, BackwardDeps, Error, FloatElement, NDArray, OpContext, OpDef,
@@ -42,8 +42,19 @@ fn uses_batch_stats(ctx: &OpContext, p: &BnParams) -> bool {
     ctx.is_train && !p.use_global_stats
 }
 
-fn to_f64<T: FloatElement>(a: &NDArray) -> Result<Vec<f64>> {
-    Ok(a.as_slice::<T>()?.iter().map(|v| v.to_f64()).collect())
+/// A per-channel array (whatever its float dtype: float32 parameters go
+/// with float16 data) as f64.
+fn to_f64(a: &NDArray) -> Result<Vec<f64>> {
+    a.to_vec::<f64>()
+}
+
+/// Stores per-channel values into `dst` under `req`, in `dst`'s dtype.
+fn store_f64(req: Req, dst: &NDArray, v: &[f64]) -> Result<()> {
+    oxnet_core::with_float_dtype!(dst.dtype(), P => {
+        let vals: Vec<P> = v.iter().map(|&e| <P as oxnet_core::Element>::from_f64(e)).collect();
+        store_slice(req, dst.as_mut_slice::<P>()?, &vals);
+    });
+    Ok(())
 }
 
 /// The mean and inverse std a call normalises with.
@@ -58,17 +69,17 @@ fn stats_for<T: FloatElement>(
     if uses_batch_stats(ctx, p) {
         return Ok(batch_stats(x, view, p.eps));
     }
-    let mean = to_f64::<T>(moving_mean)?;
-    let var = to_f64::<T>(moving_var)?;
+    let mean = to_f64(moving_mean)?;
+    let var = to_f64(moving_var)?;
     let invstd = var.iter().map(|s| 1.0 / (s + p.eps).sqrt()).collect();
     Ok((mean, var, invstd))
 }
 
-fn gammas<T: FloatElement>(p: &BnParams, gamma: &NDArray, c: usize) -> Result<Vec<f64>> {
+fn gammas(p: &BnParams, gamma: &NDArray, c: usize) -> Result<Vec<f64>> {
     if p.fix_gamma {
         Ok(vec![1.0; c])
     } else {
-        to_f64::<T>(gamma)
+        to_f64(gamma)
     }
 }
 
@@ -77,8 +88,8 @@ fn forward_typed<T: FloatElement>(ctx: &OpContext, inputs: &[NDArray], outputs: 
     let x = inputs[0].as_slice::<T>()?;
     let view = ChannelView::new(inputs[0].shape(), p.axis)?;
     let (mean, var, invstd) = stats_for(ctx, &p, x, &view, &inputs[3], &inputs[4])?;
-    let gamma = gammas::<T>(&p, &inputs[1], view.channels)?;
-    let beta = to_f64::<T>(&inputs[2])?;
+    let gamma = gammas(&p, &inputs[1], view.channels)?;
+    let beta = to_f64(&inputs[2])?;
     if ctx.req[0] != Req::Null {
         let scale: Vec<T::Compute> =
             (0..view.channels).map(|c| T::from_f64(gamma[c] * invstd[c]).to_compute()).collect();
@@ -94,10 +105,9 @@ fn forward_typed<T: FloatElement>(ctx: &OpContext, inputs: &[NDArray], outputs: 
         store_slice(ctx.req[0], outputs[0].as_mut_slice::<T>()?, &y);
     }
     if outputs.len() == 3 {
-        let cast = |v: &[f64]| v.iter().map(|&e| T::from_f64(e)).collect::<Vec<T>>();
-        store_slice(ctx.req[1], outputs[1].as_mut_slice::<T>()?, &cast(&mean));
+        store_f64(ctx.req[1], &outputs[1], &mean)?;
         let third = if p.var_output { var } else { invstd };
-        store_slice(ctx.req[2], outputs[2].as_mut_slice::<T>()?, &cast(&third));
+        store_f64(ctx.req[2], &outputs[2], &third)?;
     }
     Ok(())
 }
@@ -119,7 +129,7 @@ fn backward_typed<T: FloatElement>(ctx: &OpContext, args: &BackwardArgs, grads: 
     let c = view.channels;
     let batch = uses_batch_stats(ctx, &p);
     let (mean, var, invstd) = stats_for(ctx, &p, x, &view, moving_mean, moving_var)?;
-    let g = gammas::<T>(&p, gamma, c)?;
+    let g = gammas(&p, gamma, c)?;
 
     // sums of dy and dy·xhat per channel
     let mut sum_dy = vec![0.0; c];
@@ -149,27 +159,23 @@ fn backward_typed<T: FloatElement>(ctx: &OpContext, args: &BackwardArgs, grads: 
         });
         store_slice(ctx.req[0], grads[0].as_mut_slice::<T>()?, &dx);
     }
-    let cast = |v: &[f64]| v.iter().map(|&e| T::from_f64(e)).collect::<Vec<T>>();
     if ctx.req[1] != Req::Null {
         let dgamma = if p.fix_gamma { vec![0.0; c] } else { sum_dy_xhat.clone() };
-        store_slice(ctx.req[1], grads[1].as_mut_slice::<T>()?, &cast(&dgamma));
+        store_f64(ctx.req[1], &grads[1], &dgamma)?;
     }
-    store_slice(ctx.req[2], grads[2].as_mut_slice::<T>()?, &cast(&sum_dy));
+    store_f64(ctx.req[2], &grads[2], &sum_dy)?;
     // the moving statistics get no gradient
     for (g, r) in grads.iter().zip(ctx.req).skip(3) {
         if *r == Req::Write {
-            g.as_mut_slice::<T>()?.fill(T::zero());
+            store_f64(Req::Write, g, &vec![0.0; c])?;
         }
     }
     if batch {
         let k = p.momentum;
-        let mm = moving_mean.as_mut_slice::<T>()?;
-        for (s, b) in mm.iter_mut().zip(&mean) {
-            *s = T::from_f64(s.to_f64() * k + b * (1.0 - k));
-        }
-        let mv = moving_var.as_mut_slice::<T>()?;
-        for (s, b) in mv.iter_mut().zip(&var) {
-            *s = T::from_f64(s.to_f64() * k + b * (1.0 - k));
+        for (stat, batch_value) in [(moving_mean, &mean), (moving_var, &var)] {
+            let moved: Vec<f64> =
+                to_f64(stat)?.iter().zip(batch_value).map(|(s, b)| s * k + b * (1.0 - k)).collect();
+            store_f64(Req::Write, stat, &moved)?;
         }
     }
     Ok(())
@@ -264,6 +270,7 @@ fn def(name: &'static str, variant: Variant, doc: &str) -> OpDef {
         })
         .infer_shape(infer_shape)
         .infer_shape_partial(infer_shape)
+        .infer_type(infer_type)
         .forward(forward)
         .backward(
             |_| BackwardDeps { out_grads: vec![0], inputs: vec![0, 1, 3, 4], outputs: vec![] },

@@ -5,7 +5,7 @@ use crate::conv::geometry::fmt_tuple;
 use crate::conv::merge_shape;
 use oxnet_core::attrs::Attrs;
 use oxnet_core::shape::Shape;
-use oxnet_core::{Error, Result};
+use oxnet_core::{DType, Error, Result};
 
 /// The parsed attributes.
 #[derive(Debug, Clone)]
@@ -130,6 +130,36 @@ pub(crate) fn infer_shape(
     merge_shape(&mut outs[0], &data, "BatchNorm: the output", context)?;
     for slot in outs.iter_mut().skip(1) {
         merge_shape(slot, &[view.channels], "BatchNorm: mean/var", context)?;
+    }
+    Ok(())
+}
+
+/// Dtype inference, as MXNet's: gamma, beta, the moving statistics and the
+/// mean/var outputs are float32 for float16 (or bfloat16) data and the
+/// data's dtype otherwise; the output has the data's dtype.
+pub(crate) fn infer_type(_: &Attrs, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
+    let Some(data) = ins[0].or(outs[0]) else {
+        return Err(Error::DType("BatchNorm: the dtype of data is not known".into()));
+    };
+    if !data.is_float() {
+        return Err(Error::DType(format!("BatchNorm: data must be a float array, got {data}")));
+    }
+    let param = if matches!(data, DType::F16 | DType::BF16) { DType::F32 } else { data };
+    let names = ["data", "gamma", "beta", "moving_mean", "moving_var"];
+    for (i, slot) in ins.iter_mut().enumerate() {
+        let want = if i == 0 { data } else { param };
+        match slot {
+            Some(have) if *have != want => {
+                return Err(Error::DType(format!(
+                    "BatchNorm: {} has dtype {have}, but data of dtype {data} needs {want}",
+                    names.get(i).copied().unwrap_or("input")
+                )))
+            }
+            _ => *slot = Some(want),
+        }
+    }
+    for (k, slot) in outs.iter_mut().enumerate() {
+        *slot = Some(if k == 0 { data } else { param });
     }
     Ok(())
 }

@@ -227,3 +227,21 @@ fn v1_and_sync_forms_output_the_variance() {
     let e = invoke("BatchNorm_v1", &ins, &[("axis", 0.into())]).unwrap_err().to_string();
     assert!(e.contains("axis"), "{e}");
 }
+
+#[test]
+fn half_data_takes_float32_parameters_as_in_mxnet() {
+    let x = sample().astype(DType::F16).unwrap();
+    let p = params();
+    let y = {
+        let _t = autograd::train_mode();
+        invoke1("BatchNorm", &[&x, &p.gamma, &p.beta, &p.mean, &p.var], &[("fix_gamma", false.into())])
+            .unwrap()
+    };
+    assert_eq!(y.dtype(), DType::F16);
+    let want = [-0.97517, -0.9338062, -0.85817546, -0.7602372];
+    compare("BatchNorm", "f16", &y.to_vec::<f64>().unwrap()[..4], &want, 5e-3, 5e-3).unwrap();
+    let half = |a: &NDArray| a.astype(DType::F16).unwrap();
+    let e =
+        invoke1("BatchNorm", &[&x, &half(&p.gamma), &p.beta, &p.mean, &p.var], &[]).unwrap_err().to_string();
+    assert!(e.contains("gamma") && e.contains("float32"), "{e}");
+}
