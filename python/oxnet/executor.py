@@ -110,6 +110,13 @@ class Executor:
         self._monitor = callback
         self._h.set_monitor(callback)
 
+    def get_optimized_symbol(self):
+        """The symbol as this executor runs it, after the graph passes
+        (common subexpression elimination unless the environment sets
+        ``MXNET_ELIMINATE_COMMON_EXPR=0``, as in MXNet)."""
+        from .symbol import Symbol
+        return Symbol(self._h.optimized_symbol())
+
     def debug_str(self):
         """A listing of the bound graph, then (as MXNet's) the memory its
         operator outputs take: ``Total N MB allocated``, the planned

@@ -26,6 +26,7 @@
 //! ```
 
 pub mod cached;
+pub mod cse;
 pub mod dot;
 pub mod executor;
 pub mod gradient;

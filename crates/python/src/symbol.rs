@@ -238,6 +238,11 @@ impl ExecutorHandle {
         arrays(self.lock().outputs())
     }
 
+    /// The symbol as it runs, after the graph passes.
+    fn optimized_symbol(&self) -> SymbolHandle {
+        wrap(self.lock().optimized_symbol().clone())
+    }
+
     /// `(planned bytes, one-buffer-per-entry bytes, blocks)` of the memory
     /// plan for the operator outputs (forward and backward).
     fn memory_plan(&self) -> (usize, usize, usize) {

@@ -124,6 +124,14 @@ impl Executor {
         grads_bound: bool,
         shared_blocks: &[NDArray],
     ) -> Result<Executor> {
+        let original = sym;
+        // bound executors run the graph passes MXNet's do (cached graphs keep theirs)
+        let optimized = if grads_bound && crate::cse::enabled_by_env() {
+            crate::cse::eliminate_common_expr(sym)?
+        } else {
+            sym.clone()
+        };
+        let sym = &optimized;
         let graph = sym.indexed()?;
         let arg_ids = graph.arguments();
         let aux_ids = graph.aux_states();
@@ -294,7 +302,8 @@ impl Executor {
         }
         let states = vec![None; graph.nodes.len()];
         let mut exe = Executor {
-            symbol: sym.clone(),
+            symbol: original.clone(),
+            optimized: optimized.clone(),
             graph,
             forward_steps,
             backward_steps,

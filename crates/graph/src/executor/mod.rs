@@ -32,6 +32,9 @@ pub type MonitorFn = Box<dyn FnMut(&str, &NDArray) + Send>;
 /// A symbol bound to argument, gradient and auxiliary arrays.
 pub struct Executor {
     symbol: Symbol,
+    /// The symbol as run: `symbol` after the graph passes (common
+    /// subexpression elimination, see [`crate::cse`]).
+    optimized: Symbol,
     /// The forward graph followed by the backward graph.
     graph: IndexedGraph,
     /// Operator nodes of the forward part, then of the backward part, in order.
@@ -376,6 +379,12 @@ impl Executor {
     /// The bound symbol.
     pub fn symbol(&self) -> &Symbol {
         &self.symbol
+    }
+
+    /// The symbol as it runs, after the graph passes (MXNet's
+    /// `get_optimized_symbol`).
+    pub fn optimized_symbol(&self) -> &Symbol {
+        &self.optimized
     }
 
     /// The device the executor runs on.
