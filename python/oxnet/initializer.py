@@ -441,7 +441,8 @@ class Constant(Initializer):
     """
 
     def __init__(self, value):
-        super().__init__(value=value)
+        # as MXNet, the keyword arguments hold arrays as nested lists (JSON)
+        super().__init__(value=_jsonable(value))
         self.value = value
 
     def _init_weight(self, name, arr):
@@ -454,11 +455,6 @@ class Constant(Initializer):
             _fill(_spec("constant", value=float(value)), name, arr)
         else:
             _fill(_spec("constant", value=value), name, arr)
-
-    def dumps(self):
-        kwargs = dict(self._kwargs)
-        kwargs["value"] = _jsonable(kwargs["value"])
-        return json.dumps([self.__class__.__name__.lower(), kwargs])
 
 
 @register

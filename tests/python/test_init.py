@@ -319,3 +319,13 @@ def test_random_initializers_match_mxnet_bounds_and_scale(mxnet_results):
         if "Uniform" in spec or ("Xavier" in spec and "gaussian" not in spec):
             # same bound: both reach, and neither passes, the uniform range
             assert np.abs(a).max() <= their_max * 1.01 and np.abs(a).max() >= their_max * 0.99, key
+
+
+def test_constant_keeps_arrays_as_lists_and_prelu_gamma_starts_at_a_quarter():
+    # as MXNet 1.9.1: Constant's kwargs are JSON-ready; a prelu's own gamma
+    # variable carries Constant(0.25)
+    init = mx.init.Constant(mx.nd.ones((2,)))
+    assert init._kwargs == {"value": [1.0, 1.0]}
+    assert init.dumps() == json.dumps(["constant", {"value": [1.0, 1.0]}])
+    sym = mx.sym.LeakyReLU(mx.sym.var("data"), act_type="prelu", name="act")
+    assert sym.attr_dict()["act_gamma"]["__init__"] == '["Constant", {"value": 0.25}]'

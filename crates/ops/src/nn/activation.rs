@@ -243,6 +243,11 @@ pub(super) fn register() {
             )
             .arguments_fn(leaky_arguments)
             .outputs_fn(leaky_outputs)
+            // as MXNet: a prelu's own gamma variable starts at 0.25
+            .input_var_attrs(|_, input| match input {
+                "gamma" => vec![("__init__".into(), r#"["Constant", {"value": 0.25}]"#.into())],
+                _ => Vec::new(),
+            })
             .arity_fn(|attrs| {
                 Ok(match attrs.str("act_type")? {
                     "prelu" => [2, 0, 1],
