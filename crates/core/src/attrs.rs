@@ -296,8 +296,12 @@ impl Attrs {
         Attrs::default()
     }
 
-    /// Validates `given` against `specs`.
+    /// Validates `given` against `specs`. As in MXNet, an operator that
+    /// declares no attributes keeps any it is given without reading them
+    /// (`broadcast_maximum(a, b, axis=1)` is valid MXNet code); one that
+    /// declares some rejects the unknown ones unless `allow_extra`.
     pub fn parse(specs: &[AttrSpec], allow_extra: bool, given: &[(&str, AttrValue)]) -> Result<Attrs> {
+        let allow_extra = allow_extra || specs.is_empty();
         let mut values = Vec::with_capacity(specs.len());
         let mut extra = Vec::new();
         for (key, _) in given {
@@ -306,14 +310,7 @@ impl Attrs {
                     continue;
                 }
                 let known: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
-                return Err(Error::attr(
-                    *key,
-                    if known.is_empty() {
-                        "unknown attribute (this operator takes none)".to_string()
-                    } else {
-                        format!("unknown attribute (known: {})", known.join(", "))
-                    },
-                ));
+                return Err(Error::attr(*key, format!("unknown attribute (known: {})", known.join(", "))));
             }
         }
         for spec in specs {
@@ -501,5 +498,14 @@ mod tests {
         let a = Attrs::parse(&[], true, &[("bias", "0.1".into())]).unwrap();
         assert_eq!(a.extra(), &[("bias".to_string(), "0.1".to_string())]);
         assert_eq!(AttrValue::Ints(vec![2]).to_string(), "(2,)");
+    }
+
+    #[test]
+    fn an_operator_without_attributes_keeps_whatever_it_is_given() {
+        // MXNet 1.9.1: broadcast_maximum(a, b, axis=1) runs and writes "axis" to JSON
+        let a = Attrs::parse(&[], false, &[("axis", "1".into())]).unwrap();
+        assert_eq!(a.extra(), &[("axis".to_string(), "1".to_string())]);
+        let e = Attrs::parse(&specs(), false, &[("num_hidden", "1".into()), ("axs", "1".into())]).unwrap_err();
+        assert!(e.to_string().contains("unknown attribute (known: "), "{e}");
     }
 }
