@@ -167,7 +167,9 @@ def test_operator_errors_name_the_operator_and_problem():
     with pytest.raises(mx.MXNetError, match="FullyConnected.*num_hidden"):
         nd.FullyConnected(x, nd.ones((4, 3)), nd.ones((4,)))
     with pytest.raises(mx.MXNetError, match="no_such_attr"):
-        nd.relu(x, no_such_attr=1)
+        nd.sum(x, no_such_attr=1)
+    # as in MXNet, an operator without attributes keeps (and ignores) any
+    assert nd.relu(x, no_such_attr=1).shape == x.shape
     with pytest.raises(mx.MXNetError, match="no argument `wieght`"):
         nd.FullyConnected(x, wieght=nd.ones((4, 3)), num_hidden=4, no_bias=True)
     with pytest.raises(AttributeError):
