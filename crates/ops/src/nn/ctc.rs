@@ -113,13 +113,15 @@ fn examples(name: &str, layout: &Layout, inputs: &[NDArray]) -> Result<Vec<Examp
                 .iter()
                 .enumerate()
                 .map(|(i, &v)| {
-                    let ok = v.fract() == 0.0 && v >= 0.0 && v < alphabet as f64 && v as usize != blank;
+                    // As MXNet, a label equal to the blank is taken as given (the
+                    // recursion then treats that position as a blank).
+                    let ok = v.fract() == 0.0 && v >= 0.0 && v < alphabet as f64;
                     if ok {
                         Ok(v as usize)
                     } else {
                         Err(Error::Invalid(format!(
                             "{name}: label {i} of example {b} is {v}; labels must be class ids in [0, {alphabet}) \
-                             other than the blank {blank} (blank_label='{}')",
+                             (the blank is {blank}, blank_label='{}')",
                             if layout.blank_first { "first" } else { "last" }
                         )))
                     }
