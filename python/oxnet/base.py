@@ -6,7 +6,9 @@ and the per-thread "current" instance of scope classes (``mx.name``,
 
 oxnet has no C library behind a ctypes interface: ``_LIB`` answers every
 function name with an error that says so, so code that reaches into
-MXNet's C API fails clearly, naming the function.
+MXNet's C API fails clearly, naming the function; the few functions in
+``oxnet._capi`` (graph partitioning by operator names) are answered by
+Python functions that take the same ctypes arguments.
 """
 
 import ctypes
@@ -133,11 +135,17 @@ class classproperty:
 
 class _NoCLibrary:
     """Stands where MXNet's ctypes handle to libmxnet stood: every function
-    looked up on it raises, naming the function."""
+    looked up on it raises, naming the function, except those
+    ``oxnet._capi`` implements in Python."""
 
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
+        from . import _capi
+
+        shim = _capi.SHIMS.get(name)
+        if shim is not None:
+            return shim
 
         def missing(*_args, **_kwargs):
             raise MXNetError(

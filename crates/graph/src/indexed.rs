@@ -39,9 +39,12 @@ impl IndexedGraph {
             next += node.num_outputs()?;
             inputs.push(node.inputs.iter().map(|e| (id(&e.node), e.index)).collect::<Vec<_>>());
             if let Some(call) = &node.op {
+                // aux states: inputs after the arguments, and inputs the
+                // operator writes to (MXNet's FMutateInputs), wherever they sit
                 let (n_args, _, _) = call.arity()?;
-                for e in node.inputs.iter().skip(n_args) {
-                    if e.node.is_variable() {
+                let mutated = (call.op.mutate_inputs)(&call.attrs);
+                for (i, e) in node.inputs.iter().enumerate() {
+                    if e.node.is_variable() && (i >= n_args || mutated.contains(&i)) {
                         is_aux[id(&e.node)] = true;
                     }
                 }

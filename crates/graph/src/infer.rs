@@ -58,6 +58,16 @@ fn show(s: &PartialShape) -> String {
 /// and `given` shapes by variable name. Entries left unknown are `None` or
 /// hold 0 dimensions (MXNet's `infer_shape_partial`).
 pub fn infer_shapes(g: &IndexedGraph, given: &HashMap<String, Vec<usize>>) -> Result<Vec<PartialShape>> {
+    infer_shapes_with_heads(g, given, &[])
+}
+
+/// Like [`infer_shapes`], with the shapes of the heads known too (`None`
+/// where unknown): inference runs backward from them as well.
+pub fn infer_shapes_with_heads(
+    g: &IndexedGraph,
+    given: &HashMap<String, Vec<usize>>,
+    heads: &[PartialShape],
+) -> Result<Vec<PartialShape>> {
     let mut shapes: Vec<PartialShape> = vec![None; g.num_entries()];
     for n in g.variables() {
         let node = &g.nodes[n];
@@ -73,6 +83,13 @@ pub fn infer_shapes(g: &IndexedGraph, given: &HashMap<String, Vec<usize>>) -> Re
             }
         }
     }
+    for (&(n, k), h) in g.heads.iter().zip(heads) {
+        if let Some(h) = h {
+            unify_shape(&mut shapes[g.entry(n, k)], h).map_err(|_| {
+                Error::Shape(format!("output {} of the graph: shape conflict", slot_label(g, n, k)))
+            })?;
+        }
+    }
     fixed_point(g, &mut shapes, infer_node_shape)?;
     Ok(shapes)
 }
@@ -80,6 +97,16 @@ pub fn infer_shapes(g: &IndexedGraph, given: &HashMap<String, Vec<usize>>) -> Re
 /// Dtypes of every entry of `g`, from the variables' `__dtype__` attributes
 /// and `given` dtypes by variable name.
 pub fn infer_dtypes(g: &IndexedGraph, given: &HashMap<String, DType>) -> Result<Vec<Option<DType>>> {
+    infer_dtypes_with_heads(g, given, &[])
+}
+
+/// Like [`infer_dtypes`], with the dtypes of the heads known too (`None`
+/// where unknown).
+pub fn infer_dtypes_with_heads(
+    g: &IndexedGraph,
+    given: &HashMap<String, DType>,
+    heads: &[Option<DType>],
+) -> Result<Vec<Option<DType>>> {
     let mut types: Vec<Option<DType>> = vec![None; g.num_entries()];
     for n in g.variables() {
         let node = &g.nodes[n];
@@ -106,6 +133,19 @@ pub fn infer_dtypes(g: &IndexedGraph, given: &HashMap<String, DType>) -> Result<
                 }
                 _ => types[e] = Some(*d),
             }
+        }
+    }
+    for (&(n, k), h) in g.heads.iter().zip(heads) {
+        let e = g.entry(n, k);
+        match (types[e], h) {
+            (Some(have), Some(want)) if have != *want => {
+                return Err(Error::DType(format!(
+                    "output {} of the graph is {have}, expected {want}",
+                    slot_label(g, n, k)
+                )))
+            }
+            (None, Some(want)) => types[e] = Some(*want),
+            _ => {}
         }
     }
     fixed_point(g, &mut types, infer_node_dtype)?;

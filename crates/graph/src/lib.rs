@@ -27,6 +27,7 @@
 
 pub mod cached;
 pub mod cse;
+pub mod default_subgraph;
 pub mod dot;
 pub mod executor;
 pub mod gradient;

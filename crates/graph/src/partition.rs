@@ -18,12 +18,12 @@
 
 use crate::cached::{graph_gradient, CachedGraph};
 use crate::indexed::IndexedGraph;
-use crate::infer::{infer_head_dtypes, infer_head_shapes};
+use crate::infer::{infer_dtypes_with_heads, infer_shapes_with_heads, is_complete};
 use crate::json::{from_json, to_json};
 use crate::node::{Entry, Node, OpCall};
 use crate::symbol::Symbol;
 use oxnet_core::op::OpDef;
-use oxnet_core::{autograd, AttrKind, AttrSpec, Error, NDArray, Result};
+use oxnet_core::{autograd, AttrKind, AttrSpec, Error, NDArray, Result, Shape};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -74,6 +74,17 @@ pub enum Backend {
     Partitioner(Vec<Arc<dyn PartitionStrategy>>),
     /// A graph pass.
     Pass(Arc<dyn GraphPass>),
+    /// A pass over the symbol itself (oxnet's built-in `default` and
+    /// `default_v2` subgraph backends).
+    Symbolic(Arc<dyn SymbolPass>),
+}
+
+/// A backend that rewrites a symbol directly (no JSON round trip).
+pub trait SymbolPass: Send + Sync {
+    /// The backend's name (for messages).
+    fn name(&self) -> String;
+    /// The rewritten symbol.
+    fn run(&self, sym: &Symbol, options: &[(&str, &str)]) -> Result<Symbol>;
 }
 
 static BACKENDS: RwLock<Option<HashMap<String, Backend>>> = RwLock::new(None);
@@ -89,13 +100,16 @@ pub fn register_backend(name: &str, backend: Backend) {
 
 /// Names of the registered backends, sorted.
 pub fn backend_names() -> Vec<String> {
+    crate::default_subgraph::register_default_backends();
     let guard = BACKENDS.read().unwrap_or_else(|e| e.into_inner());
     let mut names: Vec<String> = guard.as_ref().map(|m| m.keys().cloned().collect()).unwrap_or_default();
     names.sort();
     names
 }
 
-fn find_backend(name: &str) -> Result<Backend> {
+/// The backend registered as `name`.
+pub fn find_backend(name: &str) -> Result<Backend> {
+    crate::default_subgraph::register_default_backends();
     let found =
         BACKENDS.read().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|m| m.get(name).cloned());
     found.ok_or_else(|| {
@@ -128,6 +142,7 @@ pub fn optimize_for(sym: &Symbol, backend: &str, options: &[(&str, &str)]) -> Re
             })?;
             Ok(Optimized { symbol, new_params: params })
         }
+        Backend::Symbolic(pass) => Ok(Optimized { symbol: pass.run(sym, options)?, new_params: Vec::new() }),
         Backend::Partitioner(strategies) => {
             let mut current = sym.clone();
             for s in strategies {
@@ -392,6 +407,10 @@ struct Subgraph {
     symbol: Symbol,
     graph: IndexedGraph,
     cached: CachedGraph,
+    /// Positions (in `list_inputs` order) of the aux states.
+    aux_positions: Vec<usize>,
+    /// For each input the cached graph takes, its position in `list_inputs`.
+    call_order: Vec<usize>,
 }
 
 /// Subgraphs by their JSON text (parsed once).
@@ -408,7 +427,23 @@ fn subgraph_of(json: &str) -> Result<Arc<Subgraph>> {
         return Ok(s.clone());
     }
     let symbol = from_json(&json).map_err(|e| Error::attr(SUBGRAPH_ATTR, e))?;
-    let sub = Arc::new(Subgraph { graph: symbol.indexed()?, cached: CachedGraph::new(&symbol)?, symbol });
+    let graph = symbol.indexed()?;
+    let cached = CachedGraph::new(&symbol)?;
+    let inputs = graph.variables();
+    let aux_positions = (0..inputs.len()).filter(|&i| graph.is_aux[inputs[i]]).collect();
+    let position: HashMap<&str, usize> =
+        inputs.iter().enumerate().map(|(i, &n)| (graph.nodes[n].name.as_str(), i)).collect();
+    let call_order = cached
+        .input_names()
+        .iter()
+        .map(|name| {
+            position
+                .get(name.as_str())
+                .copied()
+                .ok_or_else(|| Error::attr(SUBGRAPH_ATTR, format!("the subgraph has no input `{name}`")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let sub = Arc::new(Subgraph { graph, cached, symbol, aux_positions, call_order });
     if map.len() > 256 {
         map.clear();
     }
@@ -430,19 +465,64 @@ pub fn host_subgraph_op(name: &str) -> OpDef {
             let s = prepared(a)?;
             Ok([s.symbol.list_inputs()?.len(), 0, s.symbol.num_outputs()])
         })
+        // the subgraph's aux states stay aux states of the graph around it
+        .mutate_inputs(|a| prepared(a).map(|s| s.aux_positions.clone()).unwrap_or_default())
         .infer_shape(|a, ins, outs| {
             let s = prepared(a)?;
-            infer_head_shapes(&s.graph, &s.symbol.list_inputs()?, ins, outs)
+            let names = s.symbol.list_inputs()?;
+            let given = names
+                .iter()
+                .zip(ins.iter())
+                .filter_map(|(n, x)| x.as_ref().map(|x| (n.clone(), x.to_vec())))
+                .collect();
+            let heads: Vec<Option<Vec<usize>>> =
+                outs.iter().map(|o| o.as_ref().map(|o| o.to_vec())).collect();
+            // forward from the inputs and backward from known outputs (a
+            // weight's shape from the operator that reads it)
+            let shapes = infer_shapes_with_heads(&s.graph, &given, &heads)?;
+            let complete = |e: usize| {
+                if is_complete(&shapes[e]) {
+                    shapes[e].as_deref().map(Shape::from_slice)
+                } else {
+                    None
+                }
+            };
+            for (slot, n) in ins.iter_mut().zip(s.graph.variables()) {
+                if let Some(x) = complete(s.graph.entry(n, 0)) {
+                    *slot = Some(x);
+                }
+            }
+            for (o, &(n, k)) in outs.iter_mut().zip(&s.graph.heads) {
+                if let Some(x) = complete(s.graph.entry(n, k)) {
+                    *o = Some(x);
+                }
+            }
+            Ok(())
         })
         .infer_type(|a, ins, outs| {
             let s = prepared(a)?;
-            infer_head_dtypes(&s.graph, &s.symbol.list_inputs()?, ins, outs)
+            let names = s.symbol.list_inputs()?;
+            let given = names.iter().zip(ins.iter()).filter_map(|(n, x)| x.map(|x| (n.clone(), x))).collect();
+            let types = infer_dtypes_with_heads(&s.graph, &given, outs)?;
+            for (slot, n) in ins.iter_mut().zip(s.graph.variables()) {
+                if let Some(t) = types[s.graph.entry(n, 0)] {
+                    *slot = Some(t);
+                }
+            }
+            for (o, &(n, k)) in outs.iter_mut().zip(&s.graph.heads) {
+                if let Some(t) = types[s.graph.entry(n, k)] {
+                    *o = Some(t);
+                }
+            }
+            Ok(())
         })
         .forward(|ctx, inputs, outputs| {
             let s = prepared(ctx.attrs)?;
             let _quiet = autograd::pause();
             let _mode = if ctx.is_train { autograd::train_mode() } else { autograd::predict_mode() };
-            let refs: Vec<&NDArray> = inputs.iter().collect();
+            // inputs come in the subgraph's list_inputs order; the cached
+            // graph takes its arguments, then its aux states
+            let refs: Vec<&NDArray> = s.call_order.iter().map(|&i| &inputs[i]).collect();
             let results = s.cached.call(&refs)?;
             for ((o, r), req) in outputs.iter().zip(&results).zip(ctx.req) {
                 oxnet_core::custom::assign(o, *req, r)?;

@@ -21,6 +21,7 @@ mod io;
 mod library;
 mod numpy_interop;
 mod optim;
+mod subgraph;
 mod symbol;
 
 use pyo3::prelude::*;
@@ -70,6 +71,7 @@ fn _oxnet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<symbol::CachedOpHandle>()?;
     m.add_function(wrap_pyfunction!(symbol::trace_function, m)?)?;
     m.add_function(wrap_pyfunction!(symbol::sym_optimize_for, m)?)?;
+    subgraph::register(m)?;
     m.add_function(wrap_pyfunction!(symbol::backend_names, m)?)?;
     m.add_function(wrap_pyfunction!(io::params_save, m)?)?;
     m.add_function(wrap_pyfunction!(io::params_load, m)?)?;

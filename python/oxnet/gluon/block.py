@@ -303,6 +303,8 @@ class Block:
         Missing or extra names are errors unless allowed; every name, shape
         and dtype is checked before any parameter changes."""
         loaded = nd.load(filename)
+        if isinstance(loaded, list) and not loaded:
+            loaded = {}  # a file of no arrays (MXNet reads it back as an empty list)
         if not isinstance(loaded, dict):
             raise MXNetError(f"{filename}: holds a list of arrays without names, not parameters")
         params = self._collect_params_with_prefix()

@@ -577,6 +577,8 @@ class ParameterDict:
                     raise ValueError(f"restore_prefix is '{restore_prefix}' but Parameters name '{name}' does "
                                      "not start with it")
         loaded = nd.load(filename)
+        if isinstance(loaded, list) and not loaded:
+            loaded = {}  # a file of no arrays (MXNet reads it back as an empty list)
         if not isinstance(loaded, dict):
             raise MXNetError(f"{filename}: holds a list of arrays without names, not parameters")
         arg_dict = {}

@@ -2,6 +2,7 @@
 MXNet 1.x. Symbols need no shapes until they are bound; ``infer_shape``,
 ``infer_type``, ``simple_bind``/``bind`` and ``eval`` give them values."""
 
+import ctypes as _ctypes
 import json as _json
 
 import numpy as np
@@ -12,6 +13,7 @@ from ..base import MXNetError, NotImplementedForSymbol
 from ..context import Context, current_context
 from ..name import NameManager
 from ..util import is_np_shape
+from . import _subgraph
 
 __all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson", "compose_op", "trace"]
 
@@ -71,7 +73,20 @@ class Symbol:
     __slots__ = ("_h", "__weakref__")
 
     def __init__(self, handle):
+        if isinstance(handle, _ctypes.c_void_p):  # a C API handle (see oxnet._capi)
+            from .. import _capi
+
+            handle = _capi.resolve(handle)
         self._h = handle
+
+    @property
+    def handle(self):
+        """An opaque ``ctypes.c_void_p`` handle of this symbol for code
+        written against MXNet's C API (valid while the symbol lives;
+        ``Symbol(handle)`` turns it back into the symbol)."""
+        from .. import _capi
+
+        return _capi.handle_of(self)
 
     # ----- structure -------------------------------------------------------
     @property
@@ -359,7 +374,8 @@ class Symbol:
         types = {k: np.dtype(v).name for k, v in (type_dict or {}).items()}
         if isinstance(grad_req, (list, tuple)):
             grad_req = list(grad_req)
-        handle = _oxnet.executor_simple_bind(self._h, ctx, grad_req, types, shapes)
+        graph = _subgraph.executor_graph(self, "simple_bind")
+        handle = _oxnet.executor_simple_bind(graph, ctx, grad_req, types, shapes)
         return Executor(handle, ctx, self)
 
     def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
@@ -381,7 +397,8 @@ class Symbol:
             reqs = _reqs_in_order(grad_req, arg_names)
             reqs = ["null" if g is None else r for g, r in zip(grads, reqs)]
         aux = _arrays_in_order(aux_states if aux_states is not None else [], aux_names, "aux_states")
-        handle = _oxnet.executor_bind(self._h, ctx, args, grads, reqs, aux)
+        graph = _subgraph.executor_graph(self, "bind")
+        handle = _oxnet.executor_bind(graph, ctx, args, grads, reqs, aux)
         return Executor(handle, ctx, self)
 
     _bind = bind
