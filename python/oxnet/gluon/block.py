@@ -498,10 +498,12 @@ class HybridBlock(Block):
         if unused:
             warnings.warn(f"The {', '.join(unused)} input to HybridBlock {self.name} is not used by any "
                           "computation. Is this intended?", stacklevel=4)
-        self._cached_op_args = [(True, data_index[n]) if n in data_index else (False, params[n])
-                                for n in input_names]
         if self._backend:
             out = out.optimize_for(self._backend, **self._backend_opts)
+        # a cached op takes the graph's arguments, then its aux states
+        # (list_inputs interleaves them when aux states are not last)
+        self._cached_op_args = [(True, data_index[n]) if n in data_index else (False, params[n])
+                                for n in out.list_arguments() + out.list_auxiliary_states()]
         self._cached_op = nd.CachedOp(out, self._flags)
 
     def _call_cached_op(self, *args):
