@@ -133,17 +133,20 @@ impl Symbol {
         mut user_attrs: BTreeMap<String, String>,
     ) -> Result<Symbol> {
         let op = oxnet_core::registry::get(op_name)?;
-        // Variables made for missing inputs take the scope's attributes, not
-        // the node's hidden keys below.
-        let var_attrs = user_attrs.clone();
+        // Variables made for missing inputs take the scope's attributes and,
+        // as in MXNet, the hidden keys given to the operator (so that
+        // `FullyConnected(..., lr_mult=0)` freezes its own weight).
+        let mut var_attrs = user_attrs.clone();
         // MXNet's hidden keys (`lr_mult=`, `ctx_group=`, ...) given as
         // keywords are node attributes, kept both as given and as `__key__`,
         // unless the operator declares them itself.
         params.retain(|(k, v)| {
             let hidden = HIDDEN_KEYS.contains(&k.as_str()) && !op.attrs.iter().any(|a| a.name == *k);
             if hidden {
-                user_attrs.insert(format!("__{k}__"), v.clone());
-                user_attrs.insert(k.clone(), v.clone());
+                for map in [&mut user_attrs, &mut var_attrs] {
+                    map.insert(format!("__{k}__"), v.clone());
+                    map.insert(k.clone(), v.clone());
+                }
             }
             !hidden
         });

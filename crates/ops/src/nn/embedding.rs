@@ -40,7 +40,15 @@ fn dims(attrs: &Attrs) -> Result<(usize, usize)> {
 /// Fills `slot` with `want` or checks that it agrees.
 /// (Partial shapes welcome: a dimension of 0 is unknown and learnt.)
 fn fill(slot: &mut Option<Shape>, want: Shape, what: &str) -> Result<()> {
-    crate::partial_shape::merge(slot, &want, &format!("Embedding: {what}"))
+    let before = slot.clone();
+    crate::partial_shape::merge(slot, &want, what).map_err(|_| {
+        let have = before.unwrap_or_default();
+        Error::Shape(format!(
+            "Embedding: {what} has shape {:?}, expected {:?}",
+            have.as_slice(),
+            want.as_slice()
+        ))
+    })
 }
 
 fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
