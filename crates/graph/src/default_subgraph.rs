@@ -197,6 +197,9 @@ fn find_subgraphs(g: &IndexedGraph, selected: &[bool]) -> Vec<Vec<usize>> {
     groups
 }
 
+/// Of a node outside a group: the members that read it, and the members it reads.
+type Around = (Vec<usize>, Vec<usize>);
+
 /// MXNet's `LabelSubgraph`: grows from `seed`; on a cycle through outside
 /// nodes, adds the node to exclude to `excluded`, unlabels and returns None.
 fn label_subgraph(
@@ -212,7 +215,7 @@ fn label_subgraph(
     label[seed] = id;
     let mut members = Vec::new();
     // outside node -> (members that read it, members it reads)
-    let mut around: BTreeMap<usize, (Vec<usize>, Vec<usize>)> = BTreeMap::new();
+    let mut around: BTreeMap<usize, Around> = BTreeMap::new();
     while let Some(cur) = queue.pop_front() {
         members.push(cur);
         for &(m, _) in &g.inputs[cur] {
@@ -252,7 +255,7 @@ fn label_subgraph(
         }
         false
     };
-    let outside: Vec<(usize, &(Vec<usize>, Vec<usize>))> = around.iter().map(|(&k, v)| (k, v)).collect();
+    let outside: Vec<(usize, &Around)> = around.iter().map(|(&k, v)| (k, v)).collect();
     let mut exclude: Option<usize> = None;
     for (i, &(node, (readers, fed_by))) in outside.iter().enumerate() {
         if let (Some(&r), Some(&f)) = (readers.last(), fed_by.last()) {
@@ -498,8 +501,8 @@ fn rewire(g: &IndexedGraph, group_of: &[Option<usize>], plans: &[Plan]) -> Resul
     }
     let mut b =
         Builder { g, group_of, plans, copies: vec![None; g.nodes.len()], built: vec![None; plans.len()] };
-    for n in 0..g.nodes.len() {
-        if group_of[n].is_some() {
+    for (n, group) in group_of.iter().enumerate() {
+        if group.is_some() {
             continue;
         }
         let inputs = (0..g.inputs[n].len()).map(|s| b.read(Use::Slot(n, s))).collect::<Result<Vec<_>>>()?;
