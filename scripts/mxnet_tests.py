@@ -128,8 +128,16 @@ def main():
     if unknown:
         sys.exit(f"not in baseline.tsv: {', '.join(unknown)}")
 
-    with tempfile.TemporaryDirectory() as tmp, concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        runs = dict(zip(files, pool.map(lambda f: run_file(args.python, args.tests, f, pathlib.Path(tmp)), files)))
+    # Some tests write files (checkpoints, exported graphs) into the folder
+    # they run from; the run removes what it added.
+    before = {p.name for p in args.tests.iterdir()}
+    try:
+        with tempfile.TemporaryDirectory() as tmp, concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            runs = dict(zip(files, pool.map(lambda f: run_file(args.python, args.tests, f, pathlib.Path(tmp)), files)))
+    finally:
+        for p in args.tests.iterdir():
+            if p.name not in before and p.is_file():
+                p.unlink()
 
     passing = set()
     rows = []
