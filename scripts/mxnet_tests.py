@@ -10,7 +10,10 @@ test's outcome on MXNet 1.9.1 itself. They are run from there, never copied.
 For each file this prints how many of the tests MXNet passes also pass on
 oxnet, and which of them fail. With `--ratchet FILE` (CI passes the list
 kept in `tests/mxnet_fidelity/passing.txt`), it exits 1 when a test on that
-list fails now; `--record` rewrites the list from this run.
+list fails now; `--record` rewrites the list from this run. A file below
+the goal shows, beside it, why its failing tests fail (one line per test in
+`tests/mxnet_fidelity/reasons.tsv`; a failure without one is counted as not
+explained).
 
 Run it with a Python that has oxnet installed and what the test files
 import: `scripts/test.sh` makes `.venv-mxtests` for this (the packages of
@@ -32,6 +35,8 @@ import xml.etree.ElementTree as ET
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RATCHET = ROOT / "tests" / "mxnet_fidelity" / "passing.txt"
+# Why a test MXNet passes still fails on oxnet: "file::test<TAB>reason" per line.
+REASONS = ROOT / "tests" / "mxnet_fidelity" / "reasons.tsv"
 
 # Files whose goal belongs to another issue: their figures are shown, but
 # they are measured there (the operator set; the profiler, with the
@@ -56,6 +61,18 @@ def read_baseline(tests_dir):
             continue
         file, test, outcome = line.split("\t")
         out.setdefault(file, {})[test] = outcome
+    return out
+
+
+def read_reasons():
+    """{test_id: why it still fails on oxnet} from REASONS."""
+    if not REASONS.exists():
+        return {}
+    out = {}
+    for line in REASONS.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            test, why = line.split("\t", 1)
+            out[test.strip()] = why.strip()
     return out
 
 
@@ -139,6 +156,7 @@ def main():
             if p.name not in before and p.is_file():
                 p.unlink()
 
+    reasons = read_reasons()
     passing = set()
     rows = []
     for file in files:
@@ -147,16 +165,21 @@ def main():
         ok = [t for t in wanted if results.get(t, ("missing",))[0] == "passed"]
         passing.update(ok)
         share = len(ok) / len(wanted) if wanted else 1.0
+        failing = [t for t in wanted if t not in ok]
         if file in OTHER_ISSUE:
             status = f"({OTHER_ISSUE[file]})"
+        elif share >= GOAL:
+            status = "ok"
         else:
-            status = "ok" if share >= GOAL else "below 90%"
+            why = sorted({reasons[t] for t in failing if t in reasons})
+            unexplained = sum(t not in reasons for t in failing)
+            status = "below 90%: " + "; ".join(why + ([f"{unexplained} not explained"] if unexplained else []))
         rows.append((file, len(wanted), len(ok), share, status, note))
         if args.failures:
-            for t in wanted:
+            for t in failing:
                 outcome, message = results.get(t, ("not run", ""))
-                if outcome != "passed":
-                    print(f"  {outcome:8} {t}: {message[:160]}")
+                why = f" [{reasons[t]}]" if t in reasons else ""
+                print(f"  {outcome:8} {t}:{why} {message[:160]}")
 
     width = max(len(r[0]) for r in rows)
     print(f"{'file':{width}}  MXNet passes  oxnet passes  share  goal 90%")

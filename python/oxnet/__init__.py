@@ -42,3 +42,19 @@ __all__ += ["util", "runtime", "engine", "is_np_shape", "set_np_shape", "np_shap
 from . import io; __all__ += ["io"]  # noqa: E402,E702
 from . import model, callback, module; mod = module; __all__ += ["model", "callback", "module", "mod"]  # noqa: E402,E702,E501
 from . import kvstore; kv = kvstore; __all__ += ["kvstore", "kv"]  # noqa: E402,E702
+
+# MXNet 1.9.1 modules oxnet does not provide (yet): using one is an error
+# that says so, not a bare AttributeError.
+_NOT_PROVIDED = {
+    "np": "mx.np (MXNet's NumPy-compatible interface) is not provided by oxnet; use mx.nd",
+    "npx": "mx.npx (MXNet's NumPy extensions) is not provided by oxnet; use mx.nd",
+    "image": "mx.image (image decoding and augmentation) is not provided by oxnet yet",
+    "recordio": "mx.recordio (RecordIO files) is not provided by oxnet yet",
+    "profiler": "mx.profiler is not provided by oxnet yet",
+}
+
+
+def __getattr__(name):
+    if name in _NOT_PROVIDED:
+        raise AttributeError(f"module 'oxnet' has no attribute '{name}': {_NOT_PROVIDED[name]}")
+    raise AttributeError(f"module 'oxnet' has no attribute '{name}'")

@@ -119,3 +119,10 @@ def test_check_gluon_hybridize_consistency_checks_against_numpy():
     tu.check_gluon_hybridize_consistency(builder, data)
     with pytest.raises(AssertionError):
         tu.check_gluon_hybridize_consistency(builder, data, numpy_func=lambda x: np.zeros((2, 3)) + 7)
+
+
+def test_modules_oxnet_lacks_say_so_at_use():
+    for name in ("np", "npx", "image", "recordio", "profiler"):
+        assert not hasattr(mx, name)
+        with pytest.raises(AttributeError, match=f"mx.{name} .*not provided"):
+            getattr(mx, name)
