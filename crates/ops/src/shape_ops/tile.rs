@@ -121,6 +121,10 @@ fn broadcast_like_shape(lhs: &[usize], rhs: &[usize], attrs: &Attrs) -> Result<S
             }
             Ok(Shape::from_slice(rhs))
         }
+        (Some(la), Some(_)) if la.is_empty() => {
+            // as MXNet: given axes must name at least one
+            Err(Error::attr("lhs_axes", "broadcast_like: an empty axes tuple is not allowed"))
+        }
         (Some(la), Some(ra)) if la.len() == ra.len() => {
             let mut out = Shape::from_slice(lhs);
             for (l, r) in la.iter().zip(ra) {
@@ -343,6 +347,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(y.shape(), &[4, 3]);
+        // MXNet 1.9.1 refuses empty axes tuples
+        let e = err_msg(invoke1(
+            "broadcast_like",
+            &[&l, &iota(&[5, 4])],
+            &[("lhs_axes", "()".into()), ("rhs_axes", "()".into())],
+        ));
+        assert!(e.contains("lhs_axes") && e.contains("empty axes"), "{e}");
         let e = err_msg(invoke1("broadcast_like", &[&l, &iota(&[2, 4])], &[]));
         assert!(e.contains("broadcast_like") && e.contains("[1, 3]"), "{e}");
         assert!(invoke1("broadcast_like", &[&l, &iota(&[2, 4])], &[("lhs_axes", "(0,)".into())]).is_err());
