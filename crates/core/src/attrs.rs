@@ -505,7 +505,8 @@ mod tests {
         // MXNet 1.9.1: broadcast_maximum(a, b, axis=1) runs and writes "axis" to JSON
         let a = Attrs::parse(&[], false, &[("axis", "1".into())]).unwrap();
         assert_eq!(a.extra(), &[("axis".to_string(), "1".to_string())]);
-        let e = Attrs::parse(&specs(), false, &[("num_hidden", "1".into()), ("axs", "1".into())]).unwrap_err();
+        let e =
+            Attrs::parse(&specs(), false, &[("num_hidden", "1".into()), ("axs", "1".into())]).unwrap_err();
         assert!(e.to_string().contains("unknown attribute (known: "), "{e}");
     }
 }

@@ -323,7 +323,13 @@ pub fn cases() -> Vec<Case> {
         ),
         case(
             "Deconvolution",
-            &[("kernel", "(2, 3)"), ("num_filter", "3"), ("no_bias", "False"), ("stride", "(2, 1)"), ("adj", "(1, 0)")],
+            &[
+                ("kernel", "(2, 3)"),
+                ("num_filter", "3"),
+                ("no_bias", "False"),
+                ("stride", "(2, 1)"),
+                ("adj", "(1, 0)"),
+            ],
             vec![m(&[2, 2, 3, 2]), m(&[2, 3, 2, 3]), m(&[3])],
         ),
         case("Pooling", &[("kernel", "(2, 2)"), ("stride", "(1, 2)")], vec![m(&[2, 2, 3, 4])]),
@@ -403,7 +409,11 @@ pub fn cases() -> Vec<Case> {
         // --- ordering
         case("topk", &[("k", "2"), ("ret_typ", "value")], vec![m(&[3, 4])]),
         case("topk", &[("k", "2"), ("ret_typ", "both"), ("axis", "0")], vec![m(&[3, 4])]),
-        case("topk", &[("k", "3"), ("ret_typ", "value"), ("axis", "None"), ("is_ascend", "True")], vec![m(&[3, 4])]),
+        case(
+            "topk",
+            &[("k", "3"), ("ret_typ", "value"), ("axis", "None"), ("is_ascend", "True")],
+            vec![m(&[3, 4])],
+        ),
         case("sort", &[("axis", "0")], vec![m(&[3, 4])]),
         case("sort", &[("axis", "None"), ("is_ascend", "False")], vec![m(&[3, 4])]),
         case("argsort", &[], vec![m(&[3, 4])]),
@@ -416,8 +426,16 @@ pub fn cases() -> Vec<Case> {
         case("broadcast_axis", &[("axis", "(1,)"), ("size", "(3,)")], vec![m(&[4, 1])]),
         case("slice_like", &[("axes", "(0,)")], vec![m(&[4, 3]), m(&[2, 5]).no_grad()]),
         case("Pad", &[("mode", "edge"), ("pad_width", "(0, 0, 0, 0, 1, 2, 2, 1)")], vec![m(&[1, 1, 2, 3])]),
-        case("Pad", &[("mode", "reflect"), ("pad_width", "(0, 0, 0, 0, 1, 1, 2, 1)")], vec![m(&[1, 1, 2, 3])]),
-        case("pad", &[("mode", "constant"), ("pad_width", "(0, 0, 0, 0, 1, 0, 0, 2)"), ("constant_value", "1.5")], vec![m(&[1, 2, 2, 3])]),
+        case(
+            "Pad",
+            &[("mode", "reflect"), ("pad_width", "(0, 0, 0, 0, 1, 1, 2, 1)")],
+            vec![m(&[1, 1, 2, 3])],
+        ),
+        case(
+            "pad",
+            &[("mode", "constant"), ("pad_width", "(0, 0, 0, 0, 1, 0, 0, 2)"), ("constant_value", "1.5")],
+            vec![m(&[1, 2, 2, 3])],
+        ),
         case("split_v2", &[("indices_or_sections", "(1, 3)"), ("axis", "1")], vec![m(&[2, 5])]),
         case("_split_v2", &[("sections", "3"), ("axis", "0"), ("squeeze_axis", "True")], vec![m(&[3, 2])]),
         // one_hot's only input is its indices: forward checks only
@@ -444,8 +462,16 @@ pub fn cases() -> Vec<Case> {
         case("cast", &[("dtype", "float64")], vec![m(&[2, 3]).dtype(DType::F32)]),
         case("slice", &[("begin", "(None, 3)"), ("end", "(None, 0)"), ("step", "(1, -1)")], vec![m(&[3, 4])]),
         case("slice", &[("begin", "(1,)"), ("end", "(3,)")], vec![m(&[4, 3])]),
-        case("_slice_assign", &[("begin", "(1, None)"), ("end", "(3, None)"), ("step", "(1, 2)")], vec![m(&[4, 3]), m(&[2, 2])]),
-        case("_slice_assign_scalar", &[("scalar", "2.5"), ("begin", "(None, -1)"), ("end", "(None, 0)"), ("step", "(None, -2)")], vec![m(&[3, 4])]),
+        case(
+            "_slice_assign",
+            &[("begin", "(1, None)"), ("end", "(3, None)"), ("step", "(1, 2)")],
+            vec![m(&[4, 3]), m(&[2, 2])],
+        ),
+        case(
+            "_slice_assign_scalar",
+            &[("scalar", "2.5"), ("begin", "(None, -1)"), ("end", "(None, 0)"), ("step", "(None, -2)")],
+            vec![m(&[3, 4])],
+        ),
         case("slice_axis", &[("axis", "1"), ("begin", "1"), ("end", "3")], vec![m(&[3, 4])]),
         case("slice_axis", &[("axis", "0"), ("begin", "-2"), ("end", "None")], vec![m(&[3, 4, 2])]),
         case("broadcast_to", &[("shape", "(2, 0, 4)")], vec![m(&[3, 1])]),
@@ -469,7 +495,11 @@ pub fn cases() -> Vec<Case> {
         let like: &'static str = Box::leak(format!("_random_{dist}_like").into_boxed_str());
         t.push(case(like, &[], vec![m(&[2, 3])]));
     }
-    t.push(case("_random_generalized_negative_binomial_like", &[("mu", "2"), ("alpha", "0.5")], vec![m(&[3, 2])]));
+    t.push(case(
+        "_random_generalized_negative_binomial_like",
+        &[("mu", "2"), ("alpha", "0.5")],
+        vec![m(&[3, 2])],
+    ));
     t.push(case("_sample_uniform", &[("shape", "(3,)")], vec![x(&[2]), uniform(&[2], 2.5, 3.5)]));
     t.push(case("_sample_normal", &[("shape", "(2, 2)")], vec![x(&[3]), pos(&[3])]));
     t.push(case("_sample_gamma", &[], vec![pos(&[2, 2]), pos(&[2, 2])]));
@@ -497,8 +527,16 @@ pub fn cases() -> Vec<Case> {
     ));
     t.push(case("_random_pdf_poisson", &[], vec![counts(), pos(&[2])]));
     t.push(case("_random_pdf_negative_binomial", &[], vec![counts(), pos(&[2]), uniform(&[2], 0.2, 0.8)]));
-    t.push(case("_random_pdf_generalized_negative_binomial", &[("is_log", "True")], vec![counts(), pos(&[2]), pos(&[2])]));
-    t.push(case("_random_pdf_dirichlet", &[], vec![vals(&[0.2, 0.8, 0.6, 0.4, 0.3, 0.7], &[3, 2]), pos(&[2])]));
+    t.push(case(
+        "_random_pdf_generalized_negative_binomial",
+        &[("is_log", "True")],
+        vec![counts(), pos(&[2]), pos(&[2])],
+    ));
+    t.push(case(
+        "_random_pdf_dirichlet",
+        &[],
+        vec![vals(&[0.2, 0.8, 0.6, 0.4, 0.3, 0.7], &[3, 2]), pos(&[2])],
+    ));
     // --- Dropout is random: every forward call (imperative and executor)
     // starts from the same seed, so both draw the same mask and the values
     // can be compared exactly; the property checks the sample really drops
