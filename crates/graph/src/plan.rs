@@ -48,12 +48,15 @@ impl MemoryPlan {
 /// `inplace[s]` lists `(input entry, output entry)` pairs step `s` may write
 /// in place (same size and dtype, as the operator declares): such an output
 /// takes its input's block when this step is the input's last reader.
+/// Entries in `external` are written into arrays the caller owns (bound
+/// gradient arrays): they take no block.
 pub fn plan_memory(
     g: &IndexedGraph,
     steps: &[usize],
     entry_bytes: &[usize],
     keep: &HashSet<usize>,
     inplace: &[Vec<(usize, usize)>],
+    external: &HashSet<usize>,
 ) -> MemoryPlan {
     let mut last_use: Vec<Option<usize>> = vec![None; g.num_entries()];
     for (s, &n) in steps.iter().enumerate() {
@@ -72,6 +75,9 @@ pub fn plan_memory(
         for &e in &outputs {
             let need = entry_bytes[e];
             naive += need;
+            if external.contains(&e) {
+                continue;
+            }
             let donor = inplace.get(s).into_iter().flatten().find(|&&(i, o)| {
                 o == e
                     && last_use[i] == Some(s)

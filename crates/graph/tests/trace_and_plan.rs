@@ -141,6 +141,39 @@ fn the_memory_plan_of_an_mlp_takes_less_than_one_buffer_per_entry() {
     assert_eq!(total, plan.planned_bytes());
 }
 
+#[test]
+fn a_bound_gradient_is_written_into_its_array_and_a_zero_one_takes_no_planned_memory() {
+    let data = Symbol::var("data");
+    let mut y = data.clone();
+    for _ in 0..3 {
+        y = Symbol::op("elemwise_mul", &[&y, &y], &[], None).unwrap();
+    }
+    let stopped = Symbol::op("BlockGrad", &[&y], &[], None).unwrap();
+    let shapes = HashMap::from([("data".to_string(), vec![4, 5])]);
+    let planned = |sym: &Symbol, req: Req| {
+        let exe = simple_bind(sym, Device::Cpu, &GradReqs::All(req), &HashMap::new(), &shapes).unwrap();
+        exe.memory_plan().planned_bytes()
+    };
+    // the zero gradient of `data` is written into its bound array: the plan
+    // is the forward pass's alone, as with no gradient at all
+    assert_eq!(planned(&stopped, Req::Write), planned(&y, Req::Null));
+    assert!(planned(&y, Req::Write) > planned(&stopped, Req::Write));
+
+    // and the values are right: d(x^8)/dx = 8 x^7, zero through BlockGrad
+    for (sym, scale) in [(&y, 8.0), (&stopped, 0.0)] {
+        let mut exe =
+            simple_bind(sym, Device::Cpu, &GradReqs::All(Req::Write), &HashMap::new(), &shapes).unwrap();
+        let x: Vec<f32> = (0..20).map(|i| 0.5 + i as f32 * 0.03).collect();
+        exe.arg_arrays()[0].assign_from(&NDArray::from_vec(x.clone(), &[4, 5]).unwrap()).unwrap();
+        exe.grad_arrays()[0].as_ref().unwrap().fill(7.0).unwrap();
+        exe.forward(true).unwrap();
+        exe.backward(&[]).unwrap();
+        let g = exe.grad_arrays()[0].as_ref().unwrap().to_vec::<f64>().unwrap();
+        let want: Vec<f64> = x.iter().map(|&v| scale * (v as f64).powi(7)).collect();
+        close(&g, &want, 1e-5);
+    }
+}
+
 /// `mlp()` run imperatively on `args` (data, then weight and bias of each
 /// layer) under autograd: attaches `write` gradients to every argument,
 /// back-propagates from the output and returns it.

@@ -284,7 +284,39 @@ impl Executor {
                     .collect()
             })
             .collect();
-        let plan = plan_memory(&graph, &steps, &entry_bytes, &keep, &inplace);
+        // bound `write` gradients that one backward step produces and no step
+        // reads are written straight into the bound arrays: they take no
+        // planned memory (so a gradient that is all zeros costs none, as in MXNet)
+        let read: HashSet<usize> =
+            steps.iter().flat_map(|&n| graph.inputs[n].iter().map(|&(m, k)| graph.entry(m, k))).collect();
+        let mut external = HashMap::new();
+        if grads_bound {
+            for (i, e) in grad_entries.iter().enumerate() {
+                let (Some(e), Some(dest)) = (*e, grads[i].as_ref()) else { continue };
+                let node = graph.row_ptr.partition_point(|&p| p <= e) - 1;
+                let others = || {
+                    args.iter().chain(&aux).chain(
+                        grads.iter().enumerate().filter(|(j, _)| *j != i).filter_map(|(_, g)| g.as_ref()),
+                    )
+                };
+                let usable = matches!(reqs[i], Req::Write | Req::Inplace)
+                    && node >= n_forward
+                    && !graph.nodes[node].is_variable()
+                    && !read.contains(&e)
+                    && !head_entries.contains(&e)
+                    && grad_entries.iter().filter(|g| **g == Some(e)).count() == 1
+                    && dest.shape() == all_shapes[e].as_slice()
+                    && dest.dtype() == all_types[e]
+                    && dest.device() == device
+                    && dest.is_contiguous()
+                    && !others().any(|a| a.shares_storage(dest));
+                if usable {
+                    external.insert(e, dest.clone());
+                }
+            }
+        }
+        let external_entries: HashSet<usize> = external.keys().copied().collect();
+        let plan = plan_memory(&graph, &steps, &entry_bytes, &keep, &inplace, &external_entries);
         let blocks = plan
             .block_bytes
             .iter()
@@ -299,6 +331,9 @@ impl Executor {
             if let Some(b) = b {
                 buffers[e] = Some(blocks[*b].storage_view(&all_shapes[e], all_types[e])?);
             }
+        }
+        for (e, dest) in external {
+            buffers[e] = Some(dest);
         }
         let states = vec![None; graph.nodes.len()];
         let mut exe = Executor {
