@@ -255,3 +255,31 @@ def test_poisson_nll_compute_full_is_finite_at_zero_counts():
     got = _loss(gluon.loss.PoissonNLLLoss(compute_full=True), pred, counts)
     assert np.isfinite(got).all()
     np.testing.assert_allclose(got, expected, rtol=1e-5)
+
+
+def test_sdml_loss_matches_numpy_and_differentiates():
+    rs = np.random.RandomState(3)
+    x1, x2 = rs.uniform(-1, 1, (4, 3)), rs.uniform(-1, 1, (4, 3))
+    s = 0.3
+    d = ((x1[:, None, :] - x2[None, :, :]) ** 2).sum(axis=2)
+    logp = -d - np.log(np.exp(-d).sum(axis=1, keepdims=True))
+    labels = np.full((4, 4), s / 3) + np.eye(4) * (1 - s - s / 3)
+    want = (labels * (np.log(labels + 1e-12) - logp)).mean(axis=1)
+    a, b = nd.array(x1, dtype="float64"), nd.array(x2, dtype="float64")
+    a.attach_grad()
+    with autograd.record():
+        loss = gluon.loss.SDMLLoss(smoothing_parameter=s)(a, b)
+    loss.backward()
+    np.testing.assert_allclose(loss.asnumpy(), want, rtol=1e-10)
+    # d/dx1 of sum(loss), by central differences
+    eps, num = 1e-6, np.zeros_like(x1)
+    for i in np.ndindex(*x1.shape):
+        for sign in (1, -1):
+            xp = x1.copy()
+            xp[i] += sign * eps
+            dp = ((xp[:, None, :] - x2[None, :, :]) ** 2).sum(axis=2)
+            lp = -dp - np.log(np.exp(-dp).sum(axis=1, keepdims=True))
+            num[i] += sign * (labels * (np.log(labels + 1e-12) - lp)).mean(axis=1).sum() / (2 * eps)
+    np.testing.assert_allclose(a.grad.asnumpy(), num, rtol=1e-5, atol=1e-8)
+    with pytest.raises(mx.base.MXNetError, match="SDMLLoss: x1 and x2"):
+        gluon.loss.SDMLLoss()(a, nd.zeros((3, 3)))

@@ -427,6 +427,14 @@ impl PyNDArray {
         indexing::set(&self.inner, key, value)
     }
 
+    /// Whether basic indexing with the tuple `key` (integers and slices) of
+    /// an array of `shape` gives a view that is one row-major run of memory
+    /// (MXNet's private helper of the same name).
+    #[staticmethod]
+    fn _basic_indexing_slice_is_contiguous(key: &Bound<'_, PyAny>, shape: Vec<usize>) -> PyResult<bool> {
+        indexing::basic_key_is_contiguous(key, &shape)
+    }
+
     fn __len__(&self) -> PyResult<usize> {
         self.inner.shape().first().copied().ok_or_else(|| PyTypeError::new_err("len() of a 0-d array"))
     }
@@ -436,7 +444,10 @@ impl PyNDArray {
         let me = &slf.get().inner;
         let n =
             me.shape().first().copied().ok_or_else(|| PyTypeError::new_err("iteration over a 0-d array"))?;
-        let items = (0..n).map(|i| wrap(py, me.at(i as i64).py()?)).collect::<PyResult<Vec<_>>>()?;
+        // (as `x[i]`: the items of a 1-d array have shape (1,) unless np_shape is on)
+        let items = (0..n)
+            .map(|i| wrap(py, indexing::get(me, &(i as i64).into_pyobject(py)?.into_any())?))
+            .collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, items)?.try_iter().map(Bound::into_any)
     }
 

@@ -1,14 +1,15 @@
 //! `x[key]` and `x[key] = value`: numpy's basic indexing (integers,
 //! slices, `...`, `None`) as views of the same memory, and integer arrays
-//! (one along the first axis, or a tuple of them over the leading axes: a
-//! copy, through the `take` operator).
+//! (a copy, through the `take` operator: one along the first axis, a tuple
+//! of them over the leading axes, or any mix with other entries, see
+//! [`crate::advanced_index`]).
 
 use crate::array::PyNDArray;
 use crate::errors::{IntoPyResult, MXNetError};
 use oxnet_core::{autograd, invoke1, AttrValue, NDArray, SliceSpec};
 use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyEllipsis, PyInt, PyList, PySlice, PyTuple};
+use pyo3::types::{PyEllipsis, PyList, PySlice, PyTuple};
 
 /// One entry of an index tuple.
 enum Entry {
@@ -26,7 +27,7 @@ fn entries(key: &Bound<'_, PyAny>) -> PyResult<Vec<Entry>> {
     items
         .iter()
         .map(|k| {
-            if k.is_instance_of::<PyInt>() || (k.hasattr("__index__")? && !k.is_instance_of::<PyNDArray>()) {
+            if crate::advanced_index::is_integer(k)? {
                 Ok(Entry::Int(k.extract()?))
             } else if let Ok(s) = k.cast::<PySlice>() {
                 let part = |name: &str| -> PyResult<Option<i64>> {
@@ -52,8 +53,31 @@ fn entries(key: &Bound<'_, PyAny>) -> PyResult<Vec<Entry>> {
         .collect()
 }
 
-/// The view `a[key]` for basic keys.
+/// The view `a[key]` for basic keys. As in MXNet, a key that picks one
+/// element gives shape `(1,)`, not `()`, unless NumPy-shape semantics is on
+/// (`mx.util.set_np_shape(True)`).
 fn basic(a: &NDArray, key: &Bound<'_, PyAny>) -> PyResult<NDArray> {
+    let v = basic_numpy(a, key)?;
+    if v.ndim() > 0 || a.ndim() == 0 || np_shape(key.py())? {
+        return Ok(v);
+    }
+    if autograd::is_recording() {
+        invoke1("reshape", &[&v], &[("shape", AttrValue::Ints(vec![1]))]).py()
+    } else {
+        v.reshape(&[1]).py()
+    }
+}
+
+/// Whether NumPy-shape semantics is on in this thread (`oxnet.util`).
+fn np_shape(py: Python<'_>) -> PyResult<bool> {
+    static IS_NP_SHAPE: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+    let f = IS_NP_SHAPE
+        .get_or_try_init(py, || py.import("oxnet.util")?.getattr("is_np_shape").map(Bound::unbind))?;
+    f.bind(py).call0()?.extract()
+}
+
+/// `a[key]` for basic keys with numpy's shapes.
+fn basic_numpy(a: &NDArray, key: &Bound<'_, PyAny>) -> PyResult<NDArray> {
     let entries = entries(key)?;
     let consuming = entries.iter().filter(|e| matches!(e, Entry::Int(_) | Entry::Slice(_))).count();
     if consuming > a.ndim() {
@@ -131,7 +155,11 @@ fn recorded(a: &NDArray, specs: &[SliceSpec], squeeze: &[i64], new_axes: &[usize
     let text = |f: fn(&SliceSpec) -> Option<i64>| {
         let parts: Vec<String> =
             specs.iter().map(|s| f(s).map_or("None".to_string(), |v| v.to_string())).collect();
-        format!("({},)", parts.join(","))
+        if parts.is_empty() {
+            "()".to_string()
+        } else {
+            format!("({},)", parts.join(","))
+        }
     };
     let mut v = invoke1(
         "slice",
@@ -163,7 +191,9 @@ fn as_index_array(key: &Bound<'_, PyAny>) -> PyResult<Option<NDArray>> {
     if let Ok(a) = key.cast::<PyNDArray>() {
         return Ok(Some(a.get().inner.clone()));
     }
-    if key.is_instance_of::<PyList>() || key.hasattr("__array_interface__")? {
+    if !crate::advanced_index::is_integer(key)?
+        && (key.is_instance_of::<PyList>() || key.hasattr("__array_interface__")?)
+    {
         let arr = crate::create::array_from_any(key, None)?;
         return Ok(Some(arr));
     }
@@ -201,7 +231,15 @@ fn gather_leading(a: &NDArray, idx: &[NDArray]) -> PyResult<NDArray> {
     }
     let mut shape: Vec<usize> = Vec::new();
     for i in idx {
-        shape = oxnet_core::shape::broadcast_shapes(&shape, i.shape()).py()?.to_vec();
+        shape = oxnet_core::shape::broadcast_shapes(&shape, i.shape())
+            .map_err(|_| {
+                let shapes: Vec<String> = idx.iter().map(|a| format!("{:?}", a.shape())).collect();
+                PyIndexError::new_err(format!(
+                    "shape mismatch: indexing arrays could not be broadcast together with shapes {}",
+                    shapes.join(" ")
+                ))
+            })?
+            .to_vec();
     }
     let dims = &a.shape()[..k];
     let mut flat = vec![0f64; shape.iter().product()];
@@ -234,16 +272,14 @@ pub fn get(a: &NDArray, key: &Bound<'_, PyAny>) -> PyResult<NDArray> {
     if let Some(idx) = index_array_tuple(key)? {
         return gather_leading(a, &idx);
     }
+    if let Some(parts) = crate::advanced_index::parts(key)? {
+        return crate::advanced_index::get(a, &parts);
+    }
     basic(a, key)
 }
 
 /// `a[key] = value` (value: an NDArray, a number, or anything numpy takes).
 pub fn set(a: &NDArray, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-    if as_index_array(key)?.is_some() || index_array_tuple(key)?.is_some() {
-        return Err(MXNetError::new_err(
-            "assignment through an integer-array index is not supported; use basic indices (ints, slices)",
-        ));
-    }
     // As in MXNet: an in-place write is not recorded, so under record() it
     // would silently cut gradients; refuse it when autograd tracks either side.
     if autograd::is_recording()
@@ -254,6 +290,9 @@ pub fn set(a: &NDArray, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyR
             "Inplace operations (+=, -=, x[:]=, etc) are not supported when recording with autograd: \
              x[key] = value would not be differentiated; build the result with operators instead",
         ));
+    }
+    if let Some(parts) = crate::advanced_index::parts(key)? {
+        return crate::advanced_index::set(a, &parts, value);
     }
     let target = {
         let _pause = autograd::pause();
@@ -288,4 +327,48 @@ pub fn set(a: &NDArray, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyR
         })?
     };
     target.assign_from(&src).py()
+}
+
+/// Whether `x[key]` for `x` of `shape` and a key of integers and slices is
+/// one row-major run of `x`'s memory (numpy's `flags.contiguous` of that
+/// view). MXNet's NDArray offers this as a private helper; so does oxnet.
+pub fn basic_key_is_contiguous(key: &Bound<'_, PyAny>, shape: &[usize]) -> PyResult<bool> {
+    let mut stride = vec![1i64; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        stride[d] = stride[d + 1] * shape[d + 1] as i64;
+    }
+    // (length, stride in elements) of each axis the view keeps
+    let mut axes: Vec<(usize, i64)> = Vec::new();
+    let entries = entries(key)?;
+    if entries.len() > shape.len() {
+        return Err(PyIndexError::new_err(format!(
+            "too many indices ({}) for an array of {} dimensions",
+            entries.len(),
+            shape.len()
+        )));
+    }
+    for (axis, e) in entries.iter().enumerate() {
+        match e {
+            Entry::Int(_) => {}
+            Entry::Slice(s) => {
+                let (_, step, len) = crate::advanced_index::slice_range(s, shape[axis] as i64)?;
+                axes.push((len, step * stride[axis]));
+            }
+            _ => return Err(PyTypeError::new_err("the key must hold integers and slices only")),
+        }
+    }
+    axes.extend((entries.len()..shape.len()).map(|axis| (shape[axis], stride[axis])));
+    if axes.iter().any(|&(len, _)| len == 0) {
+        return Ok(true);
+    }
+    let mut expected = 1i64;
+    for &(len, s) in axes.iter().rev() {
+        if len != 1 {
+            if s != expected {
+                return Ok(false);
+            }
+            expected *= len as i64;
+        }
+    }
+    Ok(true)
 }

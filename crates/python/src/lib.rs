@@ -4,6 +4,7 @@
 //! `oxnet-core`. The Python package `oxnet` (in `python/oxnet`) builds the
 //! MXNet-compatible API on top of it; no kernel lives here or there.
 
+mod advanced_index;
 mod array;
 mod autograd;
 mod check;

@@ -13,7 +13,7 @@ from .block import HybridBlock
 
 __all__ = ["Loss", "L2Loss", "L1Loss", "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss", "SoftmaxCrossEntropyLoss",
            "SoftmaxCELoss", "KLDivLoss", "CTCLoss", "HuberLoss", "HingeLoss", "SquaredHingeLoss", "LogisticLoss",
-           "TripletLoss", "PoissonNLLLoss", "CosineEmbeddingLoss"]
+           "TripletLoss", "PoissonNLLLoss", "CosineEmbeddingLoss", "SDMLLoss"]
 
 
 def _apply_weighting(F, loss, weight=None, sample_weight=None):
@@ -298,3 +298,38 @@ class CosineEmbeddingLoss(Loss):
         y_norm = F.norm(y, axis=axis).reshape((-1, 1))
         x_dot_y = F.sum(x * y, axis=axis).reshape((-1, 1))
         return x_dot_y / F.clip(x_norm * y_norm, 1e-12, float(np.finfo(np.float32).max))
+
+
+class SDMLLoss(Loss):
+    """Smoothed Deep Metric Learning loss (Bonadiman, Kumar and Mittal, 2019)
+    of two aligned batches ``x1`` and ``x2`` of shape (batch, dim): row ``i``
+    of ``x2`` is the positive sample of row ``i`` of ``x1``, every other row
+    a negative one.
+
+    Each row of ``x1`` gets a distribution over the rows of ``x2``, the
+    softmax of minus the squared euclidean distances; its loss is the KL
+    divergence (averaged over the row, as :class:`KLDivLoss`) from the
+    identity smoothed by ``smoothing_parameter``: ``1 - smoothing_parameter``
+    on the diagonal, the rest spread evenly. As in MXNet, ``weight`` is not
+    applied, and the loss needs the batch size, so it runs imperatively
+    only (not inside a hybridized block).
+    """
+
+    def __init__(self, smoothing_parameter=0.3, weight=1.0, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self.kl_loss = KLDivLoss(from_logits=True)
+        self.smoothing_parameter = smoothing_parameter
+
+    def hybrid_forward(self, F, x1, x2):
+        if F is not nd:
+            raise MXNetError("SDMLLoss needs the batch size: call it on NDArrays, outside a hybridized block")
+        if x1.ndim != 2 or x1.shape != x2.shape:
+            raise MXNetError(f"SDMLLoss: x1 and x2 must both be (batch, dim); got {x1.shape} and {x2.shape}")
+        batch = x1.shape[0]
+        diffs = F.broadcast_sub(F.expand_dims(x1, axis=1), F.expand_dims(x2, axis=0))
+        distances = F.sum(F.square(diffs), axis=2)
+        log_probabilities = F.log_softmax(-distances, axis=1)
+        s = self.smoothing_parameter
+        off = s / (batch - 1) if batch > 1 else 0.0
+        labels = nd.eye(batch, ctx=x1.context, dtype=x1.dtype) * (1 - s - off) + off
+        return self.kl_loss(log_probabilities, labels)

@@ -8,6 +8,7 @@
 mod create;
 mod fmt;
 mod interop;
+mod scatter;
 mod view;
 
 use crate::autograd::AgEntry;
