@@ -1,6 +1,7 @@
-//! Layers: [`Sequential`], [`Dense`], activations ([`Activation`],
-//! [`LeakyReLU`], [`ELU`], [`SELU`], [`GELU`], [`Swish`]), [`Dropout`],
-//! [`Flatten`], [`Identity`], and [`CustomLayer`], which puts any registered
+//! Layers: [`Sequential`], [`Dense`], convolutions ([`Conv`], 1-D to 3-D,
+//! and transposed), pooling ([`Pool`]), [`BatchNorm`], activations
+//! ([`Activation`], [`LeakyReLU`], [`ELU`], [`SELU`], [`GELU`], [`Swish`]),
+//! [`Dropout`], [`Flatten`], [`Identity`], and [`CustomLayer`], which puts any registered
 //! operator (a `Custom` operator included) in a network with its
 //! parameters.
 //!
@@ -21,14 +22,20 @@
 
 mod activations;
 mod basic;
+mod batch_norm;
+mod conv;
 mod custom;
 mod dense;
+mod pool;
 mod sequential;
 
 pub use activations::{Activation, LeakyReLU, Swish, ELU, GELU, SELU};
 pub use basic::{Dropout, Flatten, Identity};
+pub use batch_norm::BatchNorm;
+pub use conv::Conv;
 pub use custom::{infer_param_shapes, CustomLayer};
 pub use dense::Dense;
+pub use pool::{Pool, PoolType};
 pub use sequential::Sequential;
 
 use oxnet_core::registry::{self, Op};
