@@ -200,7 +200,7 @@ fn a_hybridized_cnn_matches_the_imperative_one_and_learns() {
             Trainer::from_name(ps.iter(), "sgd", &[("learning_rate", "0.2"), ("momentum", "0.9")]).unwrap()
         })
         .collect();
-    let mut losses = vec![Vec::new(), Vec::new()];
+    let mut losses = [Vec::new(), Vec::new()];
     for _ in 0..15 {
         for (k, net) in [&imperative as &dyn Block, &hybrid].into_iter().enumerate() {
             let loss = {
