@@ -165,7 +165,7 @@ impl Conv {
     /// Splits the channels into `groups` independent convolutions
     /// (`groups == in_channels == channels` is depth-wise).
     pub fn groups(mut self, groups: usize) -> Result<Conv> {
-        if groups == 0 || !self.channels.is_multiple_of(groups) {
+        if groups == 0 || self.channels % groups != 0 {
             return Err(Error::attr(
                 "groups",
                 format!("{}: {} channels cannot be split into {groups} groups", self.kind, self.channels),
@@ -178,7 +178,7 @@ impl Conv {
 
     /// Declares the input channels (no inference needed).
     pub fn in_channels(self, in_channels: usize) -> Result<Conv> {
-        if !in_channels.is_multiple_of(self.groups) {
+        if in_channels % self.groups != 0 {
             return Err(Error::attr(
                 "in_channels",
                 format!(
