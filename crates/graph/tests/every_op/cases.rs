@@ -364,6 +364,13 @@ pub fn cases() -> Vec<Case> {
             &[("use_global_stats", "True"), ("axis", "-1")],
             vec![m(&[3, 2, 2]), pos(&[2]), m(&[2]), x(&[2]).no_grad(), pos(&[2]).no_grad()],
         ),
+        // --- LayerNorm, GroupNorm, InstanceNorm, L2Normalization
+        case("LayerNorm", &[], vec![x(&[3, 4]), pos(&[4]), x(&[4])]),
+        case(
+            "LayerNorm",
+            &[("axis", "1"), ("eps", "0.01"), ("output_mean_var", "True")],
+            vec![x(&[2, 3, 2]), pos(&[3]), x(&[3])],
+        ),
         // --- softmax family and losses
         case("softmax", &[], vec![m(&[2, 4])]),
         case("softmax", &[("axis", "0"), ("temperature", "2.0")], vec![m(&[3, 2])]),
