@@ -1,6 +1,7 @@
 """Containers and basic layers: ``Sequential``, ``HybridSequential``,
 ``Dense``, ``Dropout``, ``Flatten``, ``Embedding``, ``Identity``,
-``Lambda`` and ``HybridLambda``."""
+``Lambda`` and ``HybridLambda``; the normalization layers (defined in
+:mod:`.norm_layers`) are importable from here too, as in MXNet."""
 
 import warnings
 
@@ -10,9 +11,10 @@ from ... import ndarray as nd
 from ...base import MXNetError
 from ..block import Block, HybridBlock
 from .activations import Activation
+from .norm_layers import BatchNorm, BatchNormReLU
 
 __all__ = ["Sequential", "HybridSequential", "Dense", "Dropout", "Flatten", "Embedding", "Identity", "Lambda",
-           "HybridLambda"]
+           "HybridLambda", "BatchNorm", "BatchNormReLU"]
 
 
 def _chain(children, x, args):
