@@ -11,3 +11,4 @@ from .block import Block, HybridBlock, SymbolBlock
 from . import nn, loss
 from .trainer import Trainer
 from . import data, utils  # noqa: E402
+from . import contrib  # noqa: E402
