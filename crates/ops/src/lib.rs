@@ -40,7 +40,7 @@
 //! | [`nn`] | layers: activations, softmax family, losses, `Dropout`, `Embedding`, `CTCLoss` |
 //! | [`conv`] | `Convolution` (1-D to 3-D, grouped and depth-wise, dilated) and `Deconvolution`, by im2col and the matrix product |
 //! | [`pool`] | `Pooling`: max, avg, sum, lp over 1-D to 3-D windows; global; valid, full and same conventions |
-//! | [`norm`] | `BatchNorm` (with `BatchNorm_v1`, `contrib.SyncBatchNorm`), its moving statistics auxiliary states; `LayerNorm`; `LRN` |
+//! | [`norm`] | `BatchNorm` (with `BatchNorm_v1`, `contrib.SyncBatchNorm`), its moving statistics auxiliary states; `LayerNorm`, `GroupNorm`, `InstanceNorm`; `L2Normalization`; `LRN` |
 //! | [`optimizer`] | the optimizers' update steps (`sgd_mom_update`, `adam_update`, multi-tensor forms) |
 //! | [`create`] | arrays without inputs: `_zeros`, `_ones`, `_full` |
 //! | [`random`] | sampling from the global generator (`_random_*`, `_sample_*`, `_sample_multinomial`, `_shuffle`) and densities (`_random_pdf_*`) |

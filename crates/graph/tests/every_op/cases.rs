@@ -371,6 +371,17 @@ pub fn cases() -> Vec<Case> {
             &[("axis", "1"), ("eps", "0.01"), ("output_mean_var", "True")],
             vec![x(&[2, 3, 2]), pos(&[3]), x(&[3])],
         ),
+        case("GroupNorm", &[("num_groups", "2")], vec![x(&[2, 4, 3]), pos(&[2]), x(&[2])]),
+        case(
+            "GroupNorm",
+            &[("num_groups", "3"), ("output_mean_var", "True")],
+            vec![x(&[2, 3, 2, 2]), pos(&[3]), x(&[3])],
+        ),
+        case("InstanceNorm", &[], vec![x(&[2, 3, 4]), pos(&[3]), x(&[3])]),
+        case("InstanceNorm", &[("eps", "0.01")], vec![x(&[2, 2, 2, 3]), pos(&[2]), x(&[2])]),
+        case("L2Normalization", &[], vec![x(&[2, 3, 2])]),
+        case("L2Normalization", &[("mode", "channel")], vec![x(&[2, 3, 2])]),
+        case("L2Normalization", &[("mode", "spatial"), ("eps", "0.1")], vec![x(&[2, 3, 2, 2])]),
         // --- softmax family and losses
         case("softmax", &[], vec![m(&[2, 4])]),
         case("softmax", &[("axis", "0"), ("temperature", "2.0")], vec![m(&[3, 2])]),

@@ -1,8 +1,12 @@
 //! Normalization: `BatchNorm` (and its `BatchNorm_v1` and
 //! `contrib.SyncBatchNorm` forms), with the moving statistics as auxiliary
-//! states; `LayerNorm`; and `LRN`.
+//! states; `LayerNorm`, `GroupNorm` and `InstanceNorm` (sharing the lane
+//! kernels); `L2Normalization`; and `LRN`.
 
 mod batch_norm;
+mod group_norm;
+mod instance_norm;
+mod l2_normalization;
 mod lanes;
 mod layer_norm;
 mod lrn;
@@ -16,5 +20,8 @@ mod tests;
 pub(crate) fn register() {
     batch_norm::register();
     layer_norm::register();
+    group_norm::register();
+    instance_norm::register();
+    l2_normalization::register();
     lrn::register();
 }
