@@ -1,4 +1,6 @@
-//! Built-in operators: matrix products (`dot`, `batch_dot`, `FullyConnected`).
+//! Built-in operators: matrix products (`dot`, `batch_dot`, `FullyConnected`)
+//! and MXNet's `linalg` family (`_linalg_gemm`, `_linalg_potrf`, ...,
+//! exposed in Python as `mx.nd.linalg.*`).
 //!
 //! Every product goes through [`crate::kernels::matmul`]. Operands that are
 //! transposed views of dense buffers (such as `x.T`) are handed to the GEMM
@@ -7,6 +9,13 @@
 
 mod dot;
 mod fully_connected;
+mod la_common;
+mod la_dense;
+mod la_diag;
+mod la_factor;
+mod la_gemm;
+mod la_inverse;
+mod la_tri;
 
 use crate::kernels::matmul::{self, MatmulError};
 use crate::util::call;
@@ -16,6 +25,11 @@ use oxnet_core::{AttrValue, Element, Error, NDArray, Result};
 pub(crate) fn register() {
     dot::register();
     fully_connected::register();
+    la_gemm::register();
+    la_tri::register();
+    la_factor::register();
+    la_inverse::register();
+    la_diag::register();
 }
 
 /// Merges a run of axes into one `(extent, stride)`, if the layout allows
