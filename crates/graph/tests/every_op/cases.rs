@@ -304,6 +304,42 @@ pub fn cases() -> Vec<Case> {
             &[("num_hidden", "4"), ("no_bias", "True"), ("flatten", "False")],
             vec![m(&[2, 2, 3]), m(&[4, 3])],
         ),
+        // --- the linalg family (`mx.nd.linalg.*`)
+        case(
+            "_linalg_gemm",
+            &[("alpha", "0.5"), ("beta", "-2")],
+            vec![m(&[2, 2, 3]), m(&[2, 3, 4]), m(&[2, 2, 4])],
+        ),
+        case(
+            "_linalg_gemm",
+            &[("transpose_a", "True"), ("transpose_b", "True"), ("axis", "0")],
+            vec![m(&[3, 2, 2]), m(&[4, 2, 3]), m(&[2, 2, 4])],
+        ),
+        case(
+            "_linalg_gemm2",
+            &[("transpose_b", "True"), ("alpha", "1.5")],
+            vec![m(&[2, 2, 3]), m(&[2, 4, 3])],
+        ),
+        case("_linalg_syrk", &[("alpha", "0.5")], vec![m(&[2, 2, 3])]),
+        case("_linalg_syrk", &[("transpose", "True")], vec![m(&[3, 2])]),
+        case("_linalg_trmm", &[("lower", "False"), ("alpha", "2")], vec![m(&[2, 3, 3]), m(&[2, 3, 2])]),
+        case(
+            "_linalg_trsm",
+            &[("rightside", "True"), ("transpose", "True")],
+            vec![vals(&[2., 0.3, -0.4, 0.5, 1.5, 0.7, -0.2, 0.6, 1.8], &[3, 3]), m(&[2, 3])],
+        ),
+        case("_linalg_sumlogdiag", &[], vec![pos(&[2, 2, 2])]),
+        case("_linalg_potrf", &[], vec![vals(&[2., 1., 0.5, 1., 3., 0.2, 0.5, 0.2, 1.], &[3, 3])]),
+        case("_linalg_potri", &[], vec![vals(&[1.5, 0., 0., 0.3, 2., 0., -0.4, 0.6, 1.2], &[3, 3])]),
+        case("_linalg_gelqf", &[], vec![vals(&[1., 2., 3., 4., 5., 7.], &[2, 3])]),
+        case("_linalg_syevd", &[], vec![vals(&[2., 1., 0.5, 1., 3., 0.2, 0.5, 0.2, 1.], &[3, 3])]),
+        case("_linalg_inverse", &[], vec![vals(&[1.5, 0.7, 0.2, 0.3, 2., -0.5, -0.4, 0.6, 1.2], &[3, 3])]),
+        case("_linalg_det", &[], vec![m(&[2, 3, 3])]),
+        case("_linalg_slogdet", &[], vec![m(&[2, 3, 3])]),
+        case("_linalg_extractdiag", &[("offset", "1")], vec![m(&[2, 3, 3])]),
+        case("_linalg_makediag", &[("offset", "-1")], vec![m(&[2, 3])]),
+        case("_linalg_extracttrian", &[("lower", "False")], vec![m(&[2, 3, 3])]),
+        case("_linalg_maketrian", &[("offset", "1")], vec![m(&[2, 3])]),
         // --- convolution, pooling, normalization
         case(
             "Convolution",
