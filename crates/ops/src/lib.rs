@@ -40,6 +40,7 @@
 //! | [`nn`] | layers: activations, softmax family, losses, `Dropout`, `Embedding`, `CTCLoss` |
 //! | [`conv`] | `Convolution` (1-D to 3-D, grouped and depth-wise, dilated) and `Deconvolution`, by im2col and the matrix product |
 //! | [`pool`] | `Pooling`: max, avg, sum, lp over 1-D to 3-D windows; global; valid, full and same conventions |
+//! | [`resize`] | `UpSampling` (nearest, bilinear), `contrib.BilinearResize2D`, `ROIPooling`, `contrib.ROIAlign` |
 //! | [`norm`] | `BatchNorm` (with `BatchNorm_v1`, `contrib.SyncBatchNorm`), its moving statistics auxiliary states; `LayerNorm`, `GroupNorm`, `InstanceNorm`; `L2Normalization`; `LRN` |
 //! | [`optimizer`] | the optimizers' update steps (`sgd_mom_update`, `adam_update`, multi-tensor forms) |
 //! | [`create`] | arrays without inputs: `_zeros`, `_ones`, `_full` |
@@ -64,6 +65,7 @@ mod partial_shape;
 pub mod pool;
 pub mod random;
 pub mod reduce;
+pub mod resize;
 pub mod shape_ops;
 pub mod sort;
 pub mod unary;
@@ -87,6 +89,7 @@ fn register() {
     sort::register();
     random::register();
     create::register();
+    resize::register();
 }
 
 oxnet_core::register_operators!(register);
