@@ -374,6 +374,38 @@ pub fn cases() -> Vec<Case> {
             &[("kernel", "(3,)"), ("pool_type", "avg"), ("pad", "(1,)"), ("pooling_convention", "full")],
             vec![m(&[2, 2, 5])],
         ),
+        // --- resizing and regions of interest (rois take no gradient)
+        case(
+            "UpSampling",
+            &[("scale", "2"), ("sample_type", "nearest"), ("num_args", "1")],
+            vec![m(&[2, 2, 2, 3])],
+        ),
+        case(
+            "UpSampling",
+            &[("scale", "2"), ("sample_type", "nearest"), ("num_args", "2"), ("multi_input_mode", "sum")],
+            vec![m(&[1, 2, 2, 2]), m(&[1, 2, 1, 1])],
+        ),
+        case(
+            "UpSampling",
+            &[("scale", "2"), ("sample_type", "bilinear"), ("num_filter", "2"), ("num_args", "2")],
+            vec![m(&[1, 2, 2, 3]), m(&[2, 1, 4, 4])],
+        ),
+        case("_contrib_BilinearResize2D", &[("height", "3"), ("width", "5")], vec![m(&[2, 2, 2, 3])]),
+        case(
+            "_contrib_BilinearResize2D",
+            &[("mode", "like"), ("align_corners", "False")],
+            vec![m(&[1, 2, 3, 3]), m(&[1, 1, 2, 5])],
+        ),
+        case(
+            "ROIPooling",
+            &[("pooled_size", "(2, 2)"), ("spatial_scale", "1")],
+            vec![m(&[2, 2, 5, 5]), idx(&[0., 0., 0., 3., 3., 1., 1., 0., 4., 2.], &[2, 5])],
+        ),
+        case(
+            "_contrib_ROIAlign",
+            &[("pooled_size", "(2, 2)"), ("spatial_scale", "1"), ("sample_ratio", "2")],
+            vec![m(&[2, 2, 5, 5]), idx(&[0., 0.5, 0.2, 3.1, 3.6, 1., 1.2, 0., 4.4, 2.3], &[2, 5])],
+        ),
         // BatchNorm with batch statistics updates its moving statistics in
         // the backward pass, so a later forward(false) differs from a fresh
         // imperative call by design: the cases use the global statistics
