@@ -11,10 +11,10 @@ from ... import ndarray as nd
 from ...base import MXNetError
 from ..block import Block, HybridBlock
 from .activations import Activation
-from .norm_layers import BatchNorm, BatchNormReLU
+from .norm_layers import BatchNorm, BatchNormReLU, InstanceNorm, LayerNorm, GroupNorm
 
 __all__ = ["Sequential", "HybridSequential", "Dense", "Dropout", "Flatten", "Embedding", "Identity", "Lambda",
-           "HybridLambda", "BatchNorm", "BatchNormReLU"]
+           "HybridLambda", "BatchNorm", "BatchNormReLU", "InstanceNorm", "LayerNorm", "GroupNorm"]
 
 
 def _chain(children, x, args):
