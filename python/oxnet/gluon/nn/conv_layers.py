@@ -20,6 +20,7 @@ __all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "
            "MaxPool2D", "MaxPool3D", "AvgPool1D", "AvgPool2D", "AvgPool3D", "GlobalMaxPool1D", "GlobalMaxPool2D",
            "GlobalMaxPool3D", "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalAvgPool3D", "ReflectionPad2D"]
 
+
 def _per_axis(value, ndim, what):
     """``value`` as one entry per spatial axis: a number is repeated, a
     tuple or list is kept as given (its length is checked)."""
@@ -39,8 +40,8 @@ def _check_layout(cls_name, layout, ndim, allowed):
 class _Conv(HybridBlock):
     """What the six convolution layers share: the operator's attributes,
     the weight and bias parameters, the optional activation and the
-    ``__repr__``. ``transpose`` selects ``Deconvolution`` (with ``adj``,
-    the output padding)."""
+    ``__repr__``. ``op_name`` is ``Convolution`` or ``Deconvolution``
+    (then ``adj`` is the output padding)."""
 
     def __init__(self, channels, kernel_size, strides, padding, dilation, groups, layout, in_channels=0,
                  activation=None, use_bias=True, weight_initializer=None, bias_initializer="zeros",
@@ -65,6 +66,7 @@ class _Conv(HybridBlock):
                             "layout": layout}
             if adj is not None:
                 self._kwargs["adj"] = adj
+                self.outpad = adj
             wshape = self._weight_shape(channels, in_channels, tuple(kernel_size), groups, layout,
                                         op_name == "Deconvolution")
             self.weight = self.params.get("weight", shape=wshape, init=weight_initializer,
@@ -122,21 +124,16 @@ class _Conv(HybridBlock):
         return text + ")"
 
 
-def _make_conv(block, ndim, channels, kernel_size, strides, padding, dilation, groups, layout, activation, use_bias,
-               weight_initializer, bias_initializer, in_channels, kwargs, output_padding=None):
-    """Checks the arguments common to every convolution layer and runs
-    :class:`_Conv`'s constructor for ``block`` (a transposed one when
-    ``output_padding`` is given)."""
+def _conv_setup(block, ndim, kernel_size, layout, kwargs, output_padding=None):
+    """Checks the arguments every convolution layer shares; returns
+    ``(kernel_size, op_name, adj)`` for :class:`_Conv` (a transposed
+    convolution when ``output_padding`` is given). ``kwargs`` may name
+    another ``op_name``, as in MXNet."""
     _check_layout(type(block).__name__, layout, ndim, _LAYOUTS[ndim][:1] if ndim == 1 else _LAYOUTS[ndim])
     kernel_size = _per_axis(kernel_size, ndim, "kernel_size")
-    transpose = output_padding is not None
-    default_op = "Deconvolution" if transpose else "Convolution"
-    op_name = kwargs.pop("op_name", default_op)
-    adj = _per_axis(output_padding, ndim, "output_padding") if transpose else None
-    _Conv.__init__(block, channels, kernel_size, strides, padding, dilation, groups, layout, in_channels,
-                   activation, use_bias, weight_initializer, bias_initializer, op_name=op_name, adj=adj, **kwargs)
-    if transpose:
-        block.outpad = adj
+    if output_padding is None:
+        return kernel_size, kwargs.pop("op_name", "Convolution"), None
+    return kernel_size, kwargs.pop("op_name", "Deconvolution"), _per_axis(output_padding, ndim, "output_padding")
 
 
 class Conv1D(_Conv):
@@ -153,8 +150,9 @@ class Conv1D(_Conv):
     def __init__(self, channels, kernel_size, strides=1, padding=0, dilation=1, groups=1, layout="NCW",
                  activation=None, use_bias=True, weight_initializer=None, bias_initializer="zeros", in_channels=0,
                  **kwargs):
-        _make_conv(self, 1, channels, kernel_size, strides, padding, dilation, groups, layout, activation,
-                   use_bias, weight_initializer, bias_initializer, in_channels, kwargs)
+        kernel_size, op_name, adj = _conv_setup(self, 1, kernel_size, layout, kwargs)
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout, in_channels, activation,
+                         use_bias, weight_initializer, bias_initializer, op_name=op_name, adj=adj, **kwargs)
 
 
 class Conv2D(_Conv):
@@ -168,8 +166,9 @@ class Conv2D(_Conv):
     def __init__(self, channels, kernel_size, strides=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1,
                  layout="NCHW", activation=None, use_bias=True, weight_initializer=None, bias_initializer="zeros",
                  in_channels=0, **kwargs):
-        _make_conv(self, 2, channels, kernel_size, strides, padding, dilation, groups, layout, activation,
-                   use_bias, weight_initializer, bias_initializer, in_channels, kwargs)
+        kernel_size, op_name, adj = _conv_setup(self, 2, kernel_size, layout, kwargs)
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout, in_channels, activation,
+                         use_bias, weight_initializer, bias_initializer, op_name=op_name, adj=adj, **kwargs)
 
 
 class Conv3D(_Conv):
@@ -180,8 +179,9 @@ class Conv3D(_Conv):
     def __init__(self, channels, kernel_size, strides=(1, 1, 1), padding=(0, 0, 0), dilation=(1, 1, 1), groups=1,
                  layout="NCDHW", activation=None, use_bias=True, weight_initializer=None, bias_initializer="zeros",
                  in_channels=0, **kwargs):
-        _make_conv(self, 3, channels, kernel_size, strides, padding, dilation, groups, layout, activation,
-                   use_bias, weight_initializer, bias_initializer, in_channels, kwargs)
+        kernel_size, op_name, adj = _conv_setup(self, 3, kernel_size, layout, kwargs)
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout, in_channels, activation,
+                         use_bias, weight_initializer, bias_initializer, op_name=op_name, adj=adj, **kwargs)
 
 
 class Conv1DTranspose(_Conv):
@@ -193,8 +193,9 @@ class Conv1DTranspose(_Conv):
     def __init__(self, channels, kernel_size, strides=1, padding=0, output_padding=0, dilation=1, groups=1,
                  layout="NCW", activation=None, use_bias=True, weight_initializer=None, bias_initializer="zeros",
                  in_channels=0, **kwargs):
-        _make_conv(self, 1, channels, kernel_size, strides, padding, dilation, groups, layout, activation,
-                   use_bias, weight_initializer, bias_initializer, in_channels, kwargs, output_padding)
+        kernel_size, op_name, adj = _conv_setup(self, 1, kernel_size, layout, kwargs, output_padding)
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout, in_channels, activation,
+                         use_bias, weight_initializer, bias_initializer, op_name=op_name, adj=adj, **kwargs)
 
 
 class Conv2DTranspose(_Conv):
@@ -204,8 +205,9 @@ class Conv2DTranspose(_Conv):
     def __init__(self, channels, kernel_size, strides=(1, 1), padding=(0, 0), output_padding=(0, 0),
                  dilation=(1, 1), groups=1, layout="NCHW", activation=None, use_bias=True, weight_initializer=None,
                  bias_initializer="zeros", in_channels=0, **kwargs):
-        _make_conv(self, 2, channels, kernel_size, strides, padding, dilation, groups, layout, activation,
-                   use_bias, weight_initializer, bias_initializer, in_channels, kwargs, output_padding)
+        kernel_size, op_name, adj = _conv_setup(self, 2, kernel_size, layout, kwargs, output_padding)
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout, in_channels, activation,
+                         use_bias, weight_initializer, bias_initializer, op_name=op_name, adj=adj, **kwargs)
 
 
 class Conv3DTranspose(_Conv):
@@ -215,8 +217,9 @@ class Conv3DTranspose(_Conv):
     def __init__(self, channels, kernel_size, strides=(1, 1, 1), padding=(0, 0, 0), output_padding=(0, 0, 0),
                  dilation=(1, 1, 1), groups=1, layout="NCDHW", activation=None, use_bias=True,
                  weight_initializer=None, bias_initializer="zeros", in_channels=0, **kwargs):
-        _make_conv(self, 3, channels, kernel_size, strides, padding, dilation, groups, layout, activation,
-                   use_bias, weight_initializer, bias_initializer, in_channels, kwargs, output_padding)
+        kernel_size, op_name, adj = _conv_setup(self, 3, kernel_size, layout, kwargs, output_padding)
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout, in_channels, activation,
+                         use_bias, weight_initializer, bias_initializer, op_name=op_name, adj=adj, **kwargs)
 
 
 class ReflectionPad2D(HybridBlock):
