@@ -83,14 +83,29 @@ pub(crate) enum Affine {
     PerBlock(usize),
 }
 
+/// `Σ f(x)` over `xs` in f64, with eight independent partial sums (so
+/// that the additions pipeline and vectorise).
+#[inline]
+fn sum8<T: FloatElement>(xs: &[T], f: impl Fn(f64) -> f64) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let chunks = xs.chunks_exact(8);
+    let tail: f64 = chunks.remainder().iter().map(|v| f(v.to_f64())).sum();
+    for c in chunks {
+        for (a, v) in acc.iter_mut().zip(c) {
+            *a += f(v.to_f64());
+        }
+    }
+    acc.iter().sum::<f64>() + tail
+}
+
 /// Mean and inverse standard deviation of each lane of one block, with
 /// the standard deviation `sqrt(var + eps)`: `(mean, std, invstd)`, each
 /// `inner` long.
 fn block_stats<T: FloatElement>(xb: &[T], n: usize, inner: usize, eps: f64) -> [Vec<f64>; 3] {
     let nf = n.max(1) as f64;
     let (mean, var) = if inner == 1 {
-        let m = xb.iter().map(|v| v.to_f64()).sum::<f64>() / nf;
-        let v = xb.iter().map(|v| (v.to_f64() - m).powi(2)).sum::<f64>() / nf;
+        let m = sum8(xb, |v| v) / nf;
+        let v = sum8(xb, |v| (v - m) * (v - m)) / nf;
         (vec![m], vec![v])
     } else {
         let mut m = vec![0.0; inner];
@@ -145,6 +160,13 @@ pub(crate) fn forward<T: FloatElement>(p: &Normalize, x: &[T], y: &mut [T]) -> (
                     v.iter().map(|&e| T::from_f64(e).to_compute()).collect()
                 };
                 match p.affine {
+                    Affine::PerPosition if inner == 1 => {
+                        let m = T::from_f64(mean[0]).to_compute();
+                        let is = T::from_f64(invstd[0]).to_compute();
+                        for (((yo, xv), g), s) in yb.iter_mut().zip(xb).zip(&gc).zip(&bc) {
+                            *yo = T::from_compute((xv.to_compute() - m) * is * *g + *s);
+                        }
+                    }
                     Affine::PerPosition => {
                         let (mc, ic) = (to_c(&mean), to_c(&invstd));
                         for (k, (yr, xr)) in
@@ -206,6 +228,11 @@ pub(crate) fn backward<T: FloatElement>(
                 let xb = &x[o * block..][..block];
                 let gb = &dy[o * block..][..block];
                 let [mean, _, invstd] = block_stats(xb, n, inner, p.eps);
+                if inner == 1 {
+                    let stats = (mean[0], invstd[0], nf);
+                    row_backward(p, o, stats, xb, gb, db, dgamma, dbeta);
+                    continue;
+                }
                 let gamma_of = |k: usize| match p.affine {
                     Affine::PerPosition => k,
                     Affine::PerBlock(period) => o % period,
@@ -248,4 +275,53 @@ pub(crate) fn backward<T: FloatElement>(
         dbeta.iter_mut().zip(b).for_each(|(a, v)| *a += v);
     }
     (dgamma, dbeta)
+}
+
+/// [`backward`] for one block whose lane is a contiguous row (`inner` is
+/// 1), with the row's `(mean, invstd, n)`.
+#[allow(clippy::too_many_arguments)]
+fn row_backward<T: FloatElement>(
+    p: &Normalize,
+    o: usize,
+    (mean, invstd, nf): (f64, f64, f64),
+    x: &[T],
+    dy: &[T],
+    dx: &mut [T],
+    dgamma: &mut [f64],
+    dbeta: &mut [f64],
+) {
+    let xhat = |v: &T| (v.to_f64() - mean) * invstd;
+    match p.affine {
+        Affine::PerPosition => {
+            let (mut s1, mut s2) = (0.0, 0.0);
+            for (k, (v, d)) in x.iter().zip(dy).enumerate() {
+                let (h, d) = (xhat(v), d.to_f64());
+                let dh = d * p.gamma[k];
+                s1 += dh;
+                s2 += dh * h;
+                dgamma[k] += d * h;
+                dbeta[k] += d;
+            }
+            let (m1, m2) = (s1 / nf, s2 / nf);
+            for (((o, v), d), g) in dx.iter_mut().zip(x).zip(dy).zip(p.gamma) {
+                *o = T::from_f64(invstd * (d.to_f64() * g - m1 - xhat(v) * m2));
+            }
+        }
+        Affine::PerBlock(period) => {
+            let j = o % period;
+            let (mut sd, mut sdh) = (0.0, 0.0);
+            for (v, d) in x.iter().zip(dy) {
+                let d = d.to_f64();
+                sd += d;
+                sdh += d * xhat(v);
+            }
+            dgamma[j] += sdh;
+            dbeta[j] += sd;
+            let scale = p.gamma[j] * invstd;
+            let (m1, m2) = (sd / nf, sdh / nf);
+            for ((o, v), d) in dx.iter_mut().zip(x).zip(dy) {
+                *o = T::from_f64(scale * (d.to_f64() - m1 - xhat(v) * m2));
+            }
+        }
+    }
 }
