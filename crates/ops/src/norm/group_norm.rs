@@ -27,6 +27,7 @@ struct GnParams {
     eps: f64,
 }
 
+/// Reads and validates the attributes.
 fn parse(attrs: &Attrs) -> Result<GnParams> {
     let g = attrs.int("num_groups")?;
     if g < 1 {
@@ -35,6 +36,7 @@ fn parse(attrs: &Attrs) -> Result<GnParams> {
     Ok(GnParams { num_groups: g as usize, eps: attrs.float("eps")? })
 }
 
+/// The parameters the call prepared, else read from the attributes.
 fn params(attrs: &Attrs) -> Result<GnParams> {
     match attrs.prepared::<GnParams>() {
         Some(p) => Ok(*p),
@@ -51,7 +53,7 @@ fn check_data(p: &GnParams, shape: &[usize]) -> Result<()> {
             fmt_tuple(shape)
         )));
     }
-    if shape[1] % p.num_groups != 0 {
+    if !shape[1].is_multiple_of(p.num_groups) {
         return Err(Error::attr(
             "num_groups",
             format!(
@@ -95,10 +97,12 @@ fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shap
     Ok(())
 }
 
+/// Data, gamma, beta and the outputs share one dtype: float16, 32 or 64.
 fn infer_type(_: &Attrs, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
     shared::infer_type_same(OP, &[DType::F16, DType::F32, DType::F64], ins, outs)
 }
 
+/// Registers the operator.
 pub(super) fn register() {
     registry::register(
         OpDef::new(OP)

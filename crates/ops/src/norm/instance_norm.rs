@@ -52,14 +52,17 @@ fn infer_shape(_: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>])
     merge_shape(&mut outs[0], &data, &format!("{OP}: the output"), context)
 }
 
+/// Data, gamma, beta and the output share one dtype: float32 or 64.
 fn infer_type(_: &Attrs, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
     shared::infer_type_same(OP, &[DType::F32, DType::F64], ins, outs)
 }
 
+/// The `eps` attribute.
 fn eps(attrs: &Attrs) -> Result<f64> {
     attrs.float("eps")
 }
 
+/// Registers the operator.
 pub(super) fn register() {
     registry::register(
         OpDef::new(OP)

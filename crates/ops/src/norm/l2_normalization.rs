@@ -50,6 +50,7 @@ fn inverse_norms<T: FloatElement>(xb: &[T], inner: usize, eps: f64) -> Vec<f64> 
     s.iter().map(|v| 1.0 / (v + eps).sqrt()).collect()
 }
 
+/// `y = x / sqrt(Σ x² + eps)` per lane.
 fn forward_typed<T: FloatElement>(l: Lanes, eps: f64, x: &[T], y: &mut [T]) {
     let block = l.block();
     for_block_runs(
@@ -105,6 +106,7 @@ fn backward_typed<T: FloatElement>(l: Lanes, eps: f64, x: &[T], dy: &[T], dx: &m
     );
 }
 
+/// The output has the data's dtype, which must be a float one.
 fn infer_type(attrs: &Attrs, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
     same_dtype(attrs, ins, outs)?;
     match ins[0] {
@@ -115,6 +117,8 @@ fn infer_type(attrs: &Attrs, ins: &mut [Option<DType>], outs: &mut [Option<DType
     }
 }
 
+/// The output has the data's shape (either fills the other), which must
+/// suit `mode`.
 fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
     same_shape_partial(attrs, ins, outs)?;
     if let Some(s) = ins[0].as_ref().or(outs[0].as_ref()) {
@@ -123,6 +127,7 @@ fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shap
     Ok(())
 }
 
+/// Registers the operator.
 pub(super) fn register() {
     registry::register(
         OpDef::new(OP)
@@ -251,7 +256,7 @@ mod tests {
     fn gradients_match_central_differences_and_errors() {
         let x = NDArray::random_uniform(-1.0, 1.0, &[2, 3, 2, 2], DType::F64).unwrap();
         for mode in ["instance", "channel", "spatial"] {
-            OpChecker::new("L2Normalization", &[x.clone()]).attr("mode", mode).run().unwrap();
+            OpChecker::new("L2Normalization", std::slice::from_ref(&x)).attr("mode", mode).run().unwrap();
         }
         let e = invoke1("L2Normalization", &[&x], &[("mode", "foo".into())]).unwrap_err().to_string();
         assert!(e.contains("mode") && e.contains("foo"), "{e}");

@@ -25,6 +25,7 @@ struct LnParams {
     eps: f64,
 }
 
+/// The parameters the call prepared, else read from the attributes.
 fn params(attrs: &Attrs) -> Result<LnParams> {
     match attrs.prepared::<LnParams>() {
         Some(p) => Ok(*p),
@@ -75,10 +76,12 @@ fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shap
     Ok(())
 }
 
+/// Data, gamma, beta and the outputs share one dtype: float16, 32 or 64.
 fn infer_type(_: &Attrs, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
     shared::infer_type_same(OP, &[DType::F16, DType::F32, DType::F64], ins, outs)
 }
 
+/// Registers the operator.
 pub(super) fn register() {
     registry::register(
         OpDef::new(OP)
@@ -197,7 +200,7 @@ mod tests {
                 invoke("LayerNorm", &[&x, &g, &b], &attrs).unwrap()
             };
             assert_eq!(outs.len(), 3);
-            let mut reduced = vec![2, 3, 4];
+            let mut reduced = [2, 3, 4];
             reduced[if axis == -1 { 2 } else { 1 }] = 1;
             assert_eq!(outs[1].shape(), &reduced[..]);
             let head = arr((0..24).map(|i| (i % 5) as f32).collect(), &[2, 3, 4]);
