@@ -80,9 +80,10 @@ fn train_digits(quick: bool) -> Result<()> {
     let opts = TrainOptions::tour(quick);
     println!(
         "\n2. Training on the UCI 8x8 handwritten digits (data/digits.csv.gz, 1,797 images, 80/20 split):\n   \
-         Custom(dense, {} units) -> Custom(sigmoid) -> Dense(10), hybridized into one cached graph;\n   \
+         Conv2D({}, 3x3) -> BatchNorm -> ReLU -> MaxPool2D(2x2) -> Custom(dense, {} units) -> Custom(sigmoid)\n   \
+         -> Dense(10), hybridized into one cached graph;\n   \
          softmax cross-entropy, SGD (learning rate {}, momentum {}), batches of {}, {} epochs",
-        opts.hidden, opts.learning_rate, opts.momentum, opts.batch_size, opts.epochs
+        opts.filters, opts.hidden, opts.learning_rate, opts.momentum, opts.batch_size, opts.epochs
     );
     let start = std::time::Instant::now();
     let report = train::train(&opts)?;

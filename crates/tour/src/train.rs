@@ -1,16 +1,19 @@
-//! Training on the digits with oxnet-nn: a network whose first layers are
-//! the seeds' custom operators (`dense` with a learnt weight, then
-//! `sigmoid`), then a built-in `Dense` layer, hybridized into one cached
-//! graph, trained with SGD and momentum on the softmax cross-entropy.
+//! Training on the digits with oxnet-nn: a small convolutional network
+//! (`Conv2D` → `BatchNorm` → ReLU → max-pool) whose head is made of the
+//! seeds' custom operators (`dense` with a learnt weight, then `sigmoid`)
+//! and a built-in `Dense` layer, hybridized into one cached graph, trained
+//! with SGD and momentum on the softmax cross-entropy.
 
-use crate::digits::{self, Digits, Rng, CLASSES, PIXELS};
+use crate::digits::{self, Digits, Rng, CLASSES};
 use anyhow::{ensure, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use oxnet_core::{autograd, invoke1, NDArray};
 use oxnet_nn::block::Block;
 use oxnet_nn::hybrid::Hybridized;
 use oxnet_nn::init::Xavier;
-use oxnet_nn::layers::{CustomLayer, Dense, Sequential};
+use oxnet_nn::layers::{
+    Activation, BatchNorm, Conv, CustomLayer, Dense, Flatten, Pool, PoolType, Sequential,
+};
 use oxnet_nn::loss::{Loss, SoftmaxCrossEntropyLoss};
 use oxnet_nn::parameter::shared_init;
 use oxnet_nn::trainer::Trainer;
@@ -22,6 +25,8 @@ pub struct TrainOptions {
     pub epochs: usize,
     /// Images per step.
     pub batch_size: usize,
+    /// Filters of the convolution.
+    pub filters: usize,
     /// Hidden units (the custom `dense` layer's outputs).
     pub hidden: usize,
     /// SGD's learning rate.
@@ -40,6 +45,7 @@ impl TrainOptions {
         TrainOptions {
             epochs: if quick { 10 } else { 30 },
             batch_size: 32,
+            filters: 16,
             hidden: 64,
             learning_rate: 0.1,
             momentum: 0.9,
@@ -62,14 +68,25 @@ pub struct TrainReport {
     pub sizes: (usize, usize),
 }
 
-/// The network: custom `dense` (weight `(hidden, 64)`, bias 0) → custom
-/// `sigmoid` → `Dense(10)` (its input size inferred), hybridized.
-pub fn network(hidden: usize) -> Result<Hybridized<Sequential>> {
+/// The side of the square digit images.
+pub const SIDE: usize = 8;
+
+/// The network: `Conv2D(filters, 3x3, padding 1)` → `BatchNorm` → ReLU →
+/// `MaxPool2D(2x2)` → flatten → custom `dense` (weight `(hidden,
+/// filters * 4 * 4)`, bias 0) → custom `sigmoid` → `Dense(10)` (its input
+/// size inferred), hybridized.
+pub fn network(filters: usize, hidden: usize) -> Result<Hybridized<Sequential>> {
     let mut net = Sequential::new();
     net.name_scope(|net| -> Result<()> {
+        net.add(Conv::conv2d(filters, [3, 3]).padding(&[1, 1])?);
+        net.add(BatchNorm::new());
+        net.add(Activation::new("relu")?);
+        net.add(Pool::new(PoolType::Max, &[2, 2])?);
+        net.add(Flatten::new()?);
+        let features = filters * (SIDE / 2) * (SIDE / 2);
         net.add(CustomLayer::custom("dense", &[("bias", "0.0")])?.with_param(
             "weight",
-            &[hidden, PIXELS],
+            &[hidden, features],
             None,
         ));
         net.add(CustomLayer::custom("sigmoid", &[])?);
@@ -83,7 +100,7 @@ fn batch(data: &Digits, indices: &[usize]) -> Result<(NDArray, NDArray)> {
     let part = data.select(indices);
     let labels: Vec<f32> = part.labels.iter().map(|&l| l as f32).collect();
     Ok((
-        NDArray::from_vec(part.pixels, &[indices.len(), PIXELS])?,
+        NDArray::from_vec(part.pixels, &[indices.len(), 1, SIDE, SIDE])?,
         NDArray::from_vec(labels, &[indices.len()])?,
     ))
 }
@@ -107,7 +124,7 @@ pub fn accuracy(net: &dyn Block, data: &Digits) -> Result<f64> {
 pub fn train(opts: &TrainOptions) -> Result<TrainReport> {
     let data = digits::load()?;
     let (train, held_out) = digits::split(&data, 0.2, opts.seed);
-    let net = network(opts.hidden)?;
+    let net = network(opts.filters, opts.hidden)?;
     net.initialize(&shared_init(Xavier::default()))?;
     let loss_fn = SoftmaxCrossEntropyLoss::new();
     let params = net.collect_params()?;
