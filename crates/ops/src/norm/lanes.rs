@@ -146,6 +146,10 @@ pub(crate) fn forward<T: FloatElement>(p: &Normalize, x: &[T], y: &mut [T]) -> (
     let block = p.lanes.block();
     let cast = |v: &[f64]| -> Vec<T::Compute> { v.iter().map(|&e| T::from_f64(e).to_compute()).collect() };
     let (gc, bc) = (cast(p.gamma), cast(p.beta));
+    if block == 0 {
+        // empty lanes: no elements, so the mean of none is taken as 0
+        return (vec![0.0; p.lanes.count()], vec![p.eps.sqrt(); p.lanes.count()]);
+    }
     let runs = for_block_runs(
         p.lanes,
         y,

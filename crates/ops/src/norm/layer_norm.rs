@@ -296,6 +296,18 @@ mod tests {
     }
 
     #[test]
+    fn empty_data_gives_empty_results() {
+        let attrs = [("output_mean_var", true.into())];
+        for (shape, c) in [([2usize, 0], 0usize), ([0, 3], 3)] {
+            let x = NDArray::zeros(&shape, DType::F32, oxnet_core::Device::Cpu).unwrap();
+            let g = NDArray::ones(&[c], DType::F32, oxnet_core::Device::Cpu).unwrap();
+            let outs = invoke("LayerNorm", &[&x, &g, &g], &attrs).unwrap();
+            assert_eq!(outs[0].shape(), &shape);
+            assert_eq!(outs[1].shape(), &[shape[0], 1]);
+        }
+    }
+
+    #[test]
     fn bad_calls_are_errors() {
         let x = NDArray::ones(&[2, 3], DType::F32, oxnet_core::Device::Cpu).unwrap();
         let g3 = NDArray::ones(&[3], DType::F32, oxnet_core::Device::Cpu).unwrap();

@@ -39,6 +39,14 @@ pub(crate) fn write_with<T: FloatElement, R>(
     Ok(r)
 }
 
+/// How many values gamma and beta hold.
+fn param_count(lanes: Lanes, affine: Affine) -> usize {
+    match affine {
+        Affine::PerPosition => lanes.n,
+        Affine::PerBlock(period) => period,
+    }
+}
+
 /// Gamma and beta as f64, checked to hold `want` values each.
 fn affine_params(op: &str, gamma: &NDArray, beta: &NDArray, want: usize) -> Result<(Vec<f64>, Vec<f64>)> {
     for (name, a) in [("gamma", gamma), ("beta", beta)] {
@@ -64,11 +72,7 @@ pub(crate) fn forward<T: FloatElement>(
     affine: Affine,
     eps: f64,
 ) -> Result<()> {
-    let params = match affine {
-        Affine::PerPosition => lanes.n,
-        Affine::PerBlock(period) => period,
-    };
-    let (gamma, beta) = affine_params(op, &inputs[1], &inputs[2], params)?;
+    let (gamma, beta) = affine_params(op, &inputs[1], &inputs[2], param_count(lanes, affine))?;
     let p = Normalize { lanes, eps, gamma: &gamma, beta: &beta, affine };
     let x = inputs[0].as_slice::<T>()?;
     let (mean, std) = write_with::<T, _>(ctx.req[0], &outputs[0], x.len(), |y| lanes::forward(&p, x, y))?;
@@ -96,9 +100,9 @@ pub(crate) fn backward<T: FloatElement>(
     let gamma = args.inputs[1].as_ref().ok_or_else(missing)?;
     let dy = args.out_grads[0].as_ref().ok_or_else(missing)?;
     let dy = if dy.is_contiguous() { dy.clone() } else { dy.copy()? };
-    let params = gamma.size();
-    let (gamma, beta) = affine_params(op, gamma, gamma, params)?;
-    let p = Normalize { lanes, eps, gamma: &gamma, beta: &beta, affine };
+    // beta does not enter the gradients
+    let (gamma, _) = affine_params(op, gamma, gamma, param_count(lanes, affine))?;
+    let p = Normalize { lanes, eps, gamma: &gamma, beta: &[], affine };
     let x = data.as_slice::<T>()?;
     let dys = dy.as_slice::<T>()?;
     let (dgamma, dbeta) =
