@@ -220,3 +220,59 @@ fn a_hybridized_cnn_matches_the_imperative_one_and_learns() {
     };
     close(&stat(&b), &stat(&a), 1e-4);
 }
+
+#[test]
+fn layer_group_and_instance_norms_normalize_and_learn_their_affine_parameters() {
+    use oxnet_nn::layers::{GroupNorm, InstanceNorm, LayerNorm};
+    random::seed(4);
+    let x = NDArray::random_uniform(-2.0, 2.0, &[2, 4, 3], DType::F64).unwrap();
+    let xs = values(&x);
+    // the reference: normalize each run of `len` consecutive values starting every `len`
+    let normalize = |runs: &[Vec<usize>]| -> Vec<f64> {
+        let mut out = vec![0.0; xs.len()];
+        for run in runs {
+            let mean = run.iter().map(|&i| xs[i]).sum::<f64>() / run.len() as f64;
+            let var = run.iter().map(|&i| (xs[i] - mean).powi(2)).sum::<f64>() / run.len() as f64;
+            for &i in run {
+                out[i] = (xs[i] - mean) / (var + 1e-5).sqrt();
+            }
+        }
+        out
+    };
+    let chunks = |len: usize| -> Vec<Vec<usize>> {
+        (0..xs.len() / len).map(|k| (k * len..(k + 1) * len).collect()).collect()
+    };
+    let ln = LayerNorm::new(-1, 1e-5).unwrap().dtype(DType::F64);
+    let gn = GroupNorm::new(2, 1e-5).unwrap().dtype(DType::F64);
+    let inorm = InstanceNorm::new(1e-5).unwrap().dtype(DType::F64);
+    for (block, runs, param_len) in
+        [(&ln as &dyn Block, chunks(3), 3), (&gn, chunks(6), 2), (&inorm, chunks(3), 4)]
+    {
+        block.initialize(&shared_init(Xavier::default())).unwrap();
+        close(&values(&block.call(&x).unwrap()), &normalize(&runs), 1e-9);
+        let params = block.collect_params().unwrap();
+        assert_eq!(params.iter().map(|p| p.shape()).collect::<Vec<_>>(), vec![vec![param_len]; 2]);
+        assert!(params.iter().next().unwrap().name().ends_with("_gamma"));
+    }
+    assert!(ln.prefix().starts_with("layernorm") && gn.prefix().starts_with("groupnorm"));
+    // a beta kept at 0 (center false) takes no gradient; gamma learns
+    let fixed = LayerNorm::new(-1, 1e-5).unwrap().center(false).unwrap().dtype(DType::F64);
+    fixed.initialize(&shared_init(Xavier::default())).unwrap();
+    fixed.call(&x).unwrap();
+    let params = fixed.collect_params().unwrap();
+    let mut trainer = Trainer::from_name(params.iter(), "sgd", &[("learning_rate", "0.5")]).unwrap();
+    let y = {
+        let _r = autograd::record();
+        let y = fixed.call(&x).unwrap();
+        oxnet_core::invoke1("sum", &[&oxnet_core::invoke1("square", &[&y], &[]).unwrap()], &[]).unwrap()
+    };
+    y.backward().unwrap();
+    trainer.step(1).unwrap();
+    assert_eq!(values(&fixed.beta().data().unwrap()), vec![0.0; 3]);
+    assert!(values(&fixed.gamma().data().unwrap()).iter().all(|&g| g != 1.0));
+    // the wrong channel count for the groups is an error naming the layer
+    let err = GroupNorm::new(3, 1e-5).unwrap();
+    err.initialize(&shared_init(Xavier::default())).unwrap();
+    let e = err.call(&x).unwrap_err().to_string();
+    assert!(e.contains("GroupNorm"), "{e}");
+}

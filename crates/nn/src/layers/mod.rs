@@ -26,6 +26,7 @@ mod batch_norm;
 mod conv;
 mod custom;
 mod dense;
+mod norm;
 mod pool;
 mod sequential;
 
@@ -35,6 +36,7 @@ pub use batch_norm::BatchNorm;
 pub use conv::Conv;
 pub use custom::{infer_param_shapes, CustomLayer};
 pub use dense::Dense;
+pub use norm::{GroupNorm, InstanceNorm, LayerNorm};
 pub use pool::{Pool, PoolType};
 pub use sequential::Sequential;
 
