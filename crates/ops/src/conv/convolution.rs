@@ -6,6 +6,7 @@
 
 use super::geometry::Geom3;
 use super::im2col::{col2im_add, im2col};
+use super::layout;
 use super::params::{conv_params, infer_shape, ConvParams};
 use crate::kernels::matmul::{self, CpuGemm, MatmulScalar};
 use oxnet_core::store::store_slice;
@@ -138,7 +139,17 @@ fn forward_typed<T: FloatElement + MatmulScalar>(
 
 fn forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<()> {
     let p = conv_params(ctx.attrs)?;
-    oxnet_core::with_float_dtype!(outputs[0].dtype(), T => forward_typed::<T>(ctx, &p, inputs, &outputs[0]))
+    if p.layout.channel_last {
+        return layout::forward_last(ctx, &p.layout, 2, inputs, outputs, |c, i, o| {
+            forward_first(c, &p, i, o)
+        });
+    }
+    forward_first(ctx, &p, inputs, outputs)
+}
+
+/// The forward pass over channel-first arrays.
+fn forward_first(ctx: &OpContext, p: &ConvParams, inputs: &[NDArray], outputs: &[NDArray]) -> Result<()> {
+    oxnet_core::with_float_dtype!(outputs[0].dtype(), T => forward_typed::<T>(ctx, p, inputs, &outputs[0]))
 }
 
 /// The data gradient of images `first..` into `dx` (whole images, compute
@@ -254,13 +265,21 @@ fn backward_typed<T: FloatElement + MatmulScalar>(
 
 fn backward(ctx: &OpContext, args: &BackwardArgs, grads: &[NDArray]) -> Result<()> {
     let p = conv_params(ctx.attrs)?;
+    if p.layout.channel_last {
+        return layout::backward_last(ctx, &p.layout, 2, args, grads, |c, a, g| backward_first(c, &p, a, g));
+    }
+    backward_first(ctx, &p, args, grads)
+}
+
+/// The backward pass over channel-first arrays.
+fn backward_first(ctx: &OpContext, p: &ConvParams, args: &BackwardArgs, grads: &[NDArray]) -> Result<()> {
     let missing = || Error::Autograd("Convolution: the backward kernel lacks a saved array".into());
     let dy = args.out_grads[0].as_ref().ok_or_else(missing)?;
     let x = args.inputs[0].as_ref().ok_or_else(missing)?;
     let w = args.inputs[1].as_ref().ok_or_else(missing)?;
     // the head gradient may be a strided view
     let dy = if dy.is_contiguous() { dy.clone() } else { dy.copy()? };
-    oxnet_core::with_float_dtype!(x.dtype(), T => backward_typed::<T>(ctx, &p, &dy, x, w, grads))
+    oxnet_core::with_float_dtype!(x.dtype(), T => backward_typed::<T>(ctx, p, &dy, x, w, grads))
 }
 
 /// The attributes `Convolution` declares, in MXNet's order.
@@ -283,7 +302,8 @@ fn conv_attrs(def: OpDef) -> OpDef {
         "layout",
         AttrKind::Str,
         "None",
-        "Data layout: None (NCW, NCHW or NCDHW by kernel rank); channel-last layouts are not supported yet.",
+        "Data layout: None (NCW, NCHW or NCDHW by kernel rank), NCW, NCHW, NCDHW, or channel-last NHWC or \
+         NDHWC (weight (num_filter, *kernel, channel/num_group)).",
     ))
 }
 

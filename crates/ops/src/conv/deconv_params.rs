@@ -1,6 +1,7 @@
 //! `Deconvolution`'s attributes and shape inference.
 
 use super::geometry::{fmt_tuple, spatial_attr, Window};
+use super::layout::{infer_shape_last, Layout, CONV_LAYOUTS};
 use super::params::{merge, window};
 use oxnet_core::attrs::Attrs;
 use oxnet_core::shape::Shape;
@@ -23,28 +24,17 @@ pub(crate) struct DeconvParams {
     pub num_group: usize,
     /// No bias input.
     pub no_bias: bool,
+    /// The data layout (channel-last calls run channel-first by
+    /// permutation).
+    pub layout: Layout,
 }
 
 /// Parses and validates the attributes.
 pub(crate) fn deconv_params(attrs: &Attrs) -> Result<DeconvParams> {
     let win = window(OP, attrs)?;
     let nd = win.nd();
-    match attrs.str("layout")? {
-        "None" | "" => {}
-        l if l == ["NCW", "NCHW", "NCDHW"][nd - 1] => {}
-        l @ ("NWC" | "NHWC" | "NDHWC") => {
-            return Err(Error::attr(
-                "layout",
-                format!("{OP}: layout {l} is not supported yet (channel-first only)"),
-            ))
-        }
-        other => {
-            return Err(Error::attr(
-                "layout",
-                format!("{OP}: layout `{other}` does not fit a kernel with {nd} spatial axes"),
-            ))
-        }
-    }
+    let layout = Layout::parse(OP, attrs.str("layout")?, CONV_LAYOUTS)?;
+    layout.check_nd(OP, nd, CONV_LAYOUTS, || format!("kernel {}", fmt_tuple(&win.kernel)))?;
     let adj = spatial_attr(OP, attrs, "adj", nd, 0, 0, false)?;
     let target = attrs.ints("target_shape")?;
     let target = if target.is_empty() {
@@ -83,6 +73,7 @@ pub(crate) fn deconv_params(attrs: &Attrs) -> Result<DeconvParams> {
         num_filter: num_filter as usize,
         num_group: num_group as usize,
         no_bias: attrs.bool("no_bias")?,
+        layout,
     })
 }
 
@@ -143,13 +134,23 @@ fn out_extent(
 }
 
 /// Shape inference: weight `(C, num_filter/num_group, *kernel)` and bias
-/// `(num_filter,)` from data, data's channels from the weight.
+/// `(num_filter,)` from data, data's channels from the weight. Channel-last
+/// layouts take the same shapes with the channel axis last: data
+/// `(N, *spatial, C)`, weight `(C, *kernel, num_filter/num_group)`.
 pub(crate) fn infer_shape(
     attrs: &Attrs,
     ins: &mut [Option<Shape>],
     outs: &mut [Option<Shape>],
 ) -> Result<()> {
     let p = deconv_params(attrs)?;
+    if p.layout.channel_last {
+        return infer_shape_last(&p.layout, 2, ins, outs, |i, o| infer_first(&p, i, o));
+    }
+    infer_first(&p, ins, outs)
+}
+
+/// [`infer_shape`] for channel-first shapes.
+fn infer_first(p: &DeconvParams, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
     let nd = p.win.nd();
     let rank = nd + 2;
     for (s, what) in [(&ins[0], "data"), (&ins[1], "weight"), (&outs[0], "output")] {
@@ -195,10 +196,10 @@ pub(crate) fn infer_shape(
     if !p.no_bias {
         merge(&mut ins[2], &[p.num_filter], &format!("{OP}: bias"), context)?;
     }
-    let (pad, adj) = pad_adj(&p, &data[2..])?;
+    let (pad, adj) = pad_adj(p, &data[2..])?;
     let mut oshape = vec![data[0], p.num_filter];
     for i in 0..nd {
-        oshape.push(out_extent(&p, &pad, &adj, i, data[2 + i], &data)?);
+        oshape.push(out_extent(p, &pad, &adj, i, data[2 + i], &data)?);
     }
     merge(&mut outs[0], &oshape, &format!("{OP}: the output"), context)?;
     merge(&mut ins[0], &data, &format!("{OP}: data"), context)?;

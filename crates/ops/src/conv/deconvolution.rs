@@ -7,6 +7,7 @@
 use super::deconv_params::{deconv_params, infer_shape, pad_adj, DeconvParams};
 use super::geometry::Geom3;
 use super::im2col::{col2im_add, im2col};
+use super::layout;
 use crate::kernels::matmul::{self, MatmulScalar};
 use num_traits::Zero;
 use oxnet_core::store::store_slice;
@@ -91,7 +92,17 @@ fn forward_typed<T: FloatElement + MatmulScalar>(
 
 fn forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<()> {
     let p = deconv_params(ctx.attrs)?;
-    oxnet_core::with_float_dtype!(outputs[0].dtype(), T => forward_typed::<T>(ctx, &p, inputs, &outputs[0]))
+    if p.layout.channel_last {
+        return layout::forward_last(ctx, &p.layout, 2, inputs, outputs, |c, i, o| {
+            forward_first(c, &p, i, o)
+        });
+    }
+    forward_first(ctx, &p, inputs, outputs)
+}
+
+/// The forward pass over channel-first arrays.
+fn forward_first(ctx: &OpContext, p: &DeconvParams, inputs: &[NDArray], outputs: &[NDArray]) -> Result<()> {
+    oxnet_core::with_float_dtype!(outputs[0].dtype(), T => forward_typed::<T>(ctx, p, inputs, &outputs[0]))
 }
 
 fn backward_typed<T: FloatElement + MatmulScalar>(
@@ -150,12 +161,20 @@ fn backward_typed<T: FloatElement + MatmulScalar>(
 
 fn backward(ctx: &OpContext, args: &BackwardArgs, grads: &[NDArray]) -> Result<()> {
     let p = deconv_params(ctx.attrs)?;
+    if p.layout.channel_last {
+        return layout::backward_last(ctx, &p.layout, 2, args, grads, |c, a, g| backward_first(c, &p, a, g));
+    }
+    backward_first(ctx, &p, args, grads)
+}
+
+/// The backward pass over channel-first arrays.
+fn backward_first(ctx: &OpContext, p: &DeconvParams, args: &BackwardArgs, grads: &[NDArray]) -> Result<()> {
     let missing = || Error::Autograd("Deconvolution: the backward kernel lacks a saved array".into());
     let dy = args.out_grads[0].as_ref().ok_or_else(missing)?;
     let x = args.inputs[0].as_ref().ok_or_else(missing)?;
     let w = args.inputs[1].as_ref().ok_or_else(missing)?;
     let dy = if dy.is_contiguous() { dy.clone() } else { dy.copy()? };
-    oxnet_core::with_float_dtype!(x.dtype(), T => backward_typed::<T>(ctx, &p, &dy, x, w, grads))
+    oxnet_core::with_float_dtype!(x.dtype(), T => backward_typed::<T>(ctx, p, &dy, x, w, grads))
 }
 
 pub(super) fn register() {
@@ -200,7 +219,8 @@ pub(super) fn register() {
                 "layout",
                 AttrKind::Str,
                 "None",
-                "Data layout: None (channel-first); channel-last layouts are not supported yet.",
+                "Data layout: None (NCW, NCHW or NCDHW by kernel rank), NCW, NCHW, NCDHW, or channel-last \
+                 NHWC or NDHWC (weight (C, *kernel, num_filter/num_group)).",
             ))
             .arguments_fn(|attrs| {
                 Ok(if attrs.bool("no_bias")? {

@@ -2,17 +2,21 @@
 //! padded, strided) and its transpose `Deconvolution` (with `adj` and
 //! `target_shape`), by im2col/col2im and the engine's matrix product.
 //!
-//! The window geometry ([`geometry`]) is shared with the pooling family.
+//! The window geometry ([`geometry`]) and the channel-last support
+//! ([`layout`]) are shared with the pooling family.
 
 mod convolution;
 mod deconv_params;
 mod deconvolution;
 pub(crate) mod geometry;
 mod im2col;
+pub(crate) mod layout;
 mod params;
 
 pub(crate) use params::merge as merge_shape;
 
+#[cfg(test)]
+mod channel_last_tests;
 #[cfg(test)]
 mod deconv_tests;
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! `Convolution`'s attributes and shape inference.
 
 use super::geometry::{fmt_tuple, spatial_attr, Window};
+use super::layout::{infer_shape_last, Layout, CONV_LAYOUTS};
 use oxnet_core::attrs::Attrs;
 use oxnet_core::shape::Shape;
 use oxnet_core::{Error, Result};
@@ -16,30 +17,9 @@ pub(crate) struct ConvParams {
     pub num_group: usize,
     /// No bias input.
     pub no_bias: bool,
-}
-
-/// The data layout for `nd` spatial axes, from the `layout` attribute:
-/// only channel-first layouts are supported for now.
-fn check_layout(op: &str, layout: &str, nd: usize) -> Result<()> {
-    let expected = ["NCW", "NCHW", "NCDHW"][nd - 1];
-    match layout {
-        "None" | "" => Ok(()),
-        l if l == expected => Ok(()),
-        "NCW" | "NCHW" | "NCDHW" => Err(Error::attr(
-            "layout",
-            format!(
-                "{op}: layout {layout} does not match a kernel with {nd} spatial axes (expected {expected})"
-            ),
-        )),
-        "NWC" | "NHWC" | "NDHWC" => Err(Error::attr(
-            "layout",
-            format!("{op}: layout {layout} is not supported yet (only {expected} on CPU)"),
-        )),
-        other => Err(Error::attr(
-            "layout",
-            format!("{op}: unknown layout `{other}` (None, NCW, NCHW, NCDHW, NWC, NHWC, NDHWC)"),
-        )),
-    }
+    /// The data layout (channel-last calls run channel-first by
+    /// permutation).
+    pub layout: Layout,
 }
 
 /// Parses the kernel and its per-axis attributes (shared with
@@ -65,7 +45,8 @@ pub(crate) fn window(op: &str, attrs: &Attrs) -> Result<Window> {
 pub(crate) fn conv_params(attrs: &Attrs) -> Result<ConvParams> {
     let op = "Convolution";
     let win = window(op, attrs)?;
-    check_layout(op, attrs.str("layout")?, win.nd())?;
+    let layout = Layout::parse(op, attrs.str("layout")?, CONV_LAYOUTS)?;
+    layout.check_nd(op, win.nd(), CONV_LAYOUTS, || format!("kernel {}", fmt_tuple(&win.kernel)))?;
     let num_filter = attrs.int("num_filter")?;
     if num_filter < 1 {
         return Err(Error::attr("num_filter", format!("{op}: must be at least 1, got {num_filter}")));
@@ -85,6 +66,7 @@ pub(crate) fn conv_params(attrs: &Attrs) -> Result<ConvParams> {
         num_filter: num_filter as usize,
         num_group: num_group as usize,
         no_bias: attrs.bool("no_bias")?,
+        layout,
     })
 }
 
@@ -146,14 +128,24 @@ pub(crate) fn merge(
 /// dimension of 0 is unknown): weight `(num_filter, C/num_group, *kernel)`
 /// and bias `(num_filter,)` from data; data's channels from the weight, its
 /// batch from the output, and its spatial extents from the output where
-/// the stride is 1 (as MXNet does).
+/// the stride is 1 (as MXNet does). Channel-last layouts take the same
+/// shapes with the channel axis last: data `(N, *spatial, C)`, weight
+/// `(num_filter, *kernel, C/num_group)`, output `(N, *spatial, num_filter)`.
 pub(crate) fn infer_shape(
     attrs: &Attrs,
     ins: &mut [Option<Shape>],
     outs: &mut [Option<Shape>],
 ) -> Result<()> {
-    let op = "Convolution";
     let p = conv_params(attrs)?;
+    if p.layout.channel_last {
+        return infer_shape_last(&p.layout, 2, ins, outs, |i, o| infer_first(&p, i, o));
+    }
+    infer_first(&p, ins, outs)
+}
+
+/// [`infer_shape`] for channel-first shapes.
+fn infer_first(p: &ConvParams, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+    let op = "Convolution";
     let nd = p.win.nd();
     let rank = nd + 2;
     let check_rank = |s: &Option<Shape>, what: &str| -> Result<()> {

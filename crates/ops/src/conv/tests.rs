@@ -266,8 +266,8 @@ fn errors_name_the_operator_attribute_and_shapes() {
     let e = err(&[&x, &w], &base(&[("pad", "(-1, 0)".into())]));
     assert!(e.contains("pad") && e.contains("-1"), "{e}");
     // unknown or unsupported layouts
-    let e = err(&[&x, &w], &base(&[("layout", "NHWC".into())]));
-    assert!(e.contains("layout") && e.contains("not supported yet"), "{e}");
+    let e = err(&[&x, &w], &base(&[("layout", "NDHWC".into())]));
+    assert!(e.contains("layout") && e.contains("NDHWC") && e.contains("NCHW or NHWC"), "{e}");
     let e = err(&[&x, &w], &base(&[("layout", "XYZ".into())]));
     assert!(e.contains("layout") && e.contains("XYZ"), "{e}");
     // wrongly shaped weight

@@ -5,6 +5,8 @@ mod params;
 mod pooling;
 
 #[cfg(test)]
+mod channel_last_tests;
+#[cfg(test)]
 mod tests;
 
 /// Registers this module's operators.

@@ -1,6 +1,7 @@
 //! `Pooling`'s attributes, window and output shape.
 
 use crate::conv::geometry::{fmt_tuple, spatial_attr, Window};
+use crate::conv::layout::{infer_shape_last, Layout, POOL_LAYOUTS};
 use oxnet_core::attrs::Attrs;
 use oxnet_core::shape::Shape;
 use oxnet_core::{Error, Result};
@@ -42,6 +43,9 @@ pub(crate) struct PoolParams {
     pub convention: Convention,
     /// Whether the average counts padded positions.
     pub count_include_pad: bool,
+    /// The data layout (channel-last calls run channel-first by
+    /// permutation).
+    pub layout: Layout,
 }
 
 /// Parses the attributes (the window is built per data shape by [`window`]).
@@ -83,25 +87,12 @@ pub(crate) fn pool_params(attrs: &Attrs) -> Result<PoolParams> {
             ))
         }
     };
-    match attrs.str("layout")? {
-        "None" | "" | "NCW" | "NCHW" | "NCDHW" => {}
-        l @ ("NWC" | "NHWC" | "NDHWC") => {
-            return Err(Error::attr(
-                "layout",
-                format!("{OP}: layout {l} is not supported yet (channel-first only)"),
-            ))
-        }
-        other => {
-            return Err(Error::attr(
-                "layout",
-                format!("{OP}: unknown layout `{other}` (None, NCW, NCHW, NCDHW, NWC, NHWC, NDHWC)"),
-            ))
-        }
-    }
-    Ok(PoolParams { pool_type, global: attrs.bool("global_pool")?, convention, count_include_pad })
+    let layout = Layout::parse(OP, attrs.str("layout")?, POOL_LAYOUTS)?;
+    Ok(PoolParams { pool_type, global: attrs.bool("global_pool")?, convention, count_include_pad, layout })
 }
 
-/// The window and output shape for data of shape `data` (complete).
+/// The window and output shape for data of shape `data` (complete, in
+/// channel-first order).
 #[allow(clippy::needless_range_loop)] // per-axis attributes side by side
 pub(crate) fn window(attrs: &Attrs, p: &PoolParams, data: &[usize]) -> Result<(Window, Vec<usize>)> {
     if data.len() < 3 || data.len() > 5 {
@@ -112,13 +103,7 @@ pub(crate) fn window(attrs: &Attrs, p: &PoolParams, data: &[usize]) -> Result<(W
     }
     let nd = data.len() - 2;
     let spatial = &data[2..];
-    let layout = attrs.str("layout")?;
-    if layout != "None" && !layout.is_empty() && layout != ["NCW", "NCHW", "NCDHW"][nd - 1] {
-        return Err(Error::attr(
-            "layout",
-            format!("{OP}: layout {layout} does not match data of shape {}", fmt_tuple(data)),
-        ));
-    }
+    p.layout.check_nd(OP, nd, POOL_LAYOUTS, || format!("data of rank {}", data.len()))?;
     let win = if p.global {
         Window {
             kernel: spatial.to_vec(),
@@ -194,13 +179,27 @@ pub(crate) fn window(attrs: &Attrs, p: &PoolParams, data: &[usize]) -> Result<(W
 }
 
 /// Shape inference: the output from the data (nothing is inferred
-/// backwards, as in MXNet).
+/// backwards, as in MXNet). Channel-last layouts keep the channel axis
+/// last in both.
 pub(crate) fn infer_shape(
     attrs: &Attrs,
     ins: &mut [Option<Shape>],
     outs: &mut [Option<Shape>],
 ) -> Result<()> {
     let p = pool_params(attrs)?;
+    if p.layout.channel_last {
+        return infer_shape_last(&p.layout, 1, ins, outs, |i, o| infer_first(attrs, &p, i, o));
+    }
+    infer_first(attrs, &p, ins, outs)
+}
+
+/// [`infer_shape`] for channel-first shapes.
+fn infer_first(
+    attrs: &Attrs,
+    p: &PoolParams,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
     let Some(data) = ins[0].clone() else { return Ok(()) };
     if data.len() >= 3 && data[2..].contains(&0) {
         // partially known spatial extents: only batch and channels pass through
@@ -210,7 +209,7 @@ pub(crate) fn infer_shape(
             format!("data of shape {}", fmt_tuple(&data))
         });
     }
-    let (_, out) = window(attrs, &p, &data)?;
+    let (_, out) = window(attrs, p, &data)?;
     crate::conv::merge_shape(&mut outs[0], &out, "Pooling: the output", || {
         format!("data of shape {}", fmt_tuple(&data))
     })

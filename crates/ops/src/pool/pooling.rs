@@ -5,6 +5,7 @@
 
 use super::params::{infer_shape, pool_params, window, Convention, PoolParams, PoolType};
 use crate::conv::geometry::Geom3;
+use crate::conv::layout;
 use num_traits::{Float, NumCast, One, Zero};
 use oxnet_core::store::store_slice;
 use oxnet_core::{
@@ -159,7 +160,17 @@ fn unpool_plane<T: FloatElement>(
 
 fn forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<()> {
     let p = pool_params(ctx.attrs)?;
-    let (g, after) = geometry(ctx.attrs, &p, inputs[0].shape())?;
+    if p.layout.channel_last {
+        return layout::forward_last(ctx, &p.layout, 1, inputs, outputs, |c, i, o| {
+            forward_first(c, &p, i, o)
+        });
+    }
+    forward_first(ctx, &p, inputs, outputs)
+}
+
+/// The forward pass over channel-first arrays.
+fn forward_first(ctx: &OpContext, p: &PoolParams, inputs: &[NDArray], outputs: &[NDArray]) -> Result<()> {
+    let (g, after) = geometry(ctx.attrs, p, inputs[0].shape())?;
     let windows = spans(&g, &after, p.count_include_pad);
     let (ins, outs) = (g.in_size(), g.out_size());
     oxnet_core::with_float_dtype!(inputs[0].dtype(), T => {
@@ -170,7 +181,7 @@ fn forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<(
             oxnet_core::parallel::for_each_chunk_mut(&mut y, chunk, |t, ys| {
                 let first = t * chunk / outs;
                 for (k, plane) in ys.chunks_mut(outs).enumerate() {
-                    pool_plane(&p, &g, &windows, &x[(first + k) * ins..][..ins], plane);
+                    pool_plane(p, &g, &windows, &x[(first + k) * ins..][..ins], plane);
                 }
             });
         }
@@ -181,12 +192,20 @@ fn forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<(
 
 fn backward(ctx: &OpContext, args: &BackwardArgs, grads: &[NDArray]) -> Result<()> {
     let p = pool_params(ctx.attrs)?;
+    if p.layout.channel_last {
+        return layout::backward_last(ctx, &p.layout, 1, args, grads, |c, a, g| backward_first(c, &p, a, g));
+    }
+    backward_first(ctx, &p, args, grads)
+}
+
+/// The backward pass over channel-first arrays.
+fn backward_first(ctx: &OpContext, p: &PoolParams, args: &BackwardArgs, grads: &[NDArray]) -> Result<()> {
     let missing = || Error::Autograd("Pooling: the backward kernel lacks a saved array".into());
     let dy = args.out_grads[0].as_ref().ok_or_else(missing)?;
     let dy = if dy.is_contiguous() { dy.clone() } else { dy.copy()? };
     let x = args.inputs[0].as_ref().ok_or_else(missing)?;
     let y = args.outputs[0].as_ref().ok_or_else(missing)?;
-    let (g, after) = geometry(ctx.attrs, &p, x.shape())?;
+    let (g, after) = geometry(ctx.attrs, p, x.shape())?;
     let windows = spans(&g, &after, p.count_include_pad);
     let (ins, outs) = (g.in_size(), g.out_size());
     oxnet_core::with_float_dtype!(x.dtype(), T => {
@@ -199,7 +218,7 @@ fn backward(ctx: &OpContext, args: &BackwardArgs, grads: &[NDArray]) -> Result<(
                 for (k, plane) in dxs.chunks_mut(ins).enumerate() {
                     let n = first + k;
                     let (xp, yp, dyp) = (&xs[n * ins..][..ins], &ys[n * outs..][..outs], &dys[n * outs..][..outs]);
-                    unpool_plane(&p, &g, &windows, xp, yp, dyp, plane);
+                    unpool_plane(p, &g, &windows, xp, yp, dyp, plane);
                 }
             });
         }
@@ -274,7 +293,8 @@ pub(super) fn register() {
                 "layout",
                 AttrKind::Str,
                 "None",
-                "Data layout: None (channel-first); channel-last layouts are not supported yet.",
+                "Data layout: None (NCW, NCHW or NCDHW by data rank), NCW, NCHW, NCDHW, or channel-last NWC, \
+                 NHWC or NDHWC.",
             ))
             .prepare(|attrs| {
                 let p = pool_params(attrs)?;

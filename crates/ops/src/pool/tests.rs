@@ -190,8 +190,8 @@ fn errors_name_the_operator_and_attribute() {
     assert!(e.contains("pad") && e.contains("-1"), "{e}");
     let e = err(&[("kernel", "(2,)".into())]);
     assert!(e.contains("kernel") && e.contains("(1, 1, 5, 5)"), "{e}");
-    let e = err(&[("kernel", "(2, 2)".into()), ("layout", "NHWC".into())]);
-    assert!(e.contains("layout") && e.contains("not supported yet"), "{e}");
+    let e = err(&[("kernel", "(2, 2)".into()), ("layout", "NWC".into())]);
+    assert!(e.contains("Pooling") && e.contains("layout NWC") && e.contains("NCHW or NHWC"), "{e}");
     let e = err(&[("kernel", "(2, 2)".into()), ("layout", "ABC".into())]);
     assert!(e.contains("layout") && e.contains("ABC"), "{e}");
     let flat = NDArray::zeros(&[5, 5], DType::F32, oxnet_core::Device::Cpu).unwrap();
