@@ -374,6 +374,34 @@ pub fn cases() -> Vec<Case> {
             &[("kernel", "(3,)"), ("pool_type", "avg"), ("pad", "(1,)"), ("pooling_convention", "full")],
             vec![m(&[2, 2, 5])],
         ),
+        // channel-last layouts (data, weight and output with the channel axis last)
+        case(
+            "Convolution",
+            &[
+                ("kernel", "(2, 2)"),
+                ("num_filter", "4"),
+                ("num_group", "2"),
+                ("stride", "(2, 1)"),
+                ("layout", "NHWC"),
+            ],
+            vec![m(&[2, 4, 3, 2]), m(&[4, 2, 2, 1]), m(&[4])],
+        ),
+        case(
+            "Deconvolution",
+            &[("kernel", "(2, 1, 2)"), ("num_filter", "2"), ("no_bias", "False"), ("layout", "NDHWC")],
+            vec![m(&[1, 2, 2, 3, 2]), m(&[2, 2, 1, 2, 2]), m(&[2])],
+        ),
+        case(
+            "Pooling",
+            &[
+                ("kernel", "(3,)"),
+                ("pool_type", "avg"),
+                ("pad", "(1,)"),
+                ("stride", "(2,)"),
+                ("layout", "NWC"),
+            ],
+            vec![m(&[2, 5, 3])],
+        ),
         // --- resizing and regions of interest (rois take no gradient)
         case(
             "UpSampling",
