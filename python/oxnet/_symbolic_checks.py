@@ -115,11 +115,16 @@ def _check_symbol_numeric_gradient(sym, location, aux_states, numeric_eps, rtol,
     aux = {k: v.astype(np.float64) for k, v in _aux_dict(sym, aux_states).items()}
     names = sym.list_arguments()
     nodes = names if grad_nodes is None else list(grad_nodes)
-    if isinstance(grad_nodes, dict):
-        nodes = list(grad_nodes)
+    # a dict gives each node's grad_req, as in MXNet: 'add' must add to what
+    # the buffer held, 'null' must leave it as it was
+    reqs = dict(grad_nodes) if isinstance(grad_nodes, dict) else {n: "write" for n in nodes}
+    nodes = list(reqs)
     ctx = ctx or default_context()
-    grads = {n: array(np.zeros(args[n].shape), ctx=ctx, dtype=np.float64) for n in nodes}
-    exe, arg_nd = _bind(sym, ctx, args, aux, grad_req="write", grads=grads)
+    fill = np.random.default_rng(1)
+    start = {n: fill.normal(0, 0.01, size=args[n].shape) if reqs[n] != "write" else np.zeros(args[n].shape)
+             for n in nodes}
+    grads = {n: array(start[n], ctx=ctx, dtype=np.float64) for n in nodes}
+    exe, arg_nd = _bind(sym, ctx, args, aux, grad_req=reqs, grads=grads)
     outputs = exe.forward(is_train=use_forward_train)
     rng = np.random.default_rng(0)
     heads = [rng.uniform(0.5, 1.5, size=o.shape) for o in outputs]
@@ -132,6 +137,9 @@ def _check_symbol_numeric_gradient(sym, location, aux_states, numeric_eps, rtol,
 
     worst = 0.0
     for n in nodes:
+        if reqs[n] == "null":
+            np.testing.assert_array_equal(grads[n].asnumpy(), start[n], err_msg=f"gradient of {n} with grad_req null")
+            continue
         base = args[n].copy()
         numeric = np.zeros_like(base)
         flat = base.reshape(-1)
@@ -142,7 +150,7 @@ def _check_symbol_numeric_gradient(sym, location, aux_states, numeric_eps, rtol,
                 arg_nd[n][:] = moved.reshape(base.shape)
                 numeric.reshape(-1)[i] += sign * objective() / (2 * eps)
         arg_nd[n][:] = base
-        analytic = grads[n].asnumpy()
+        analytic = grads[n].asnumpy() - start[n]
         np.testing.assert_allclose(analytic, numeric, rtol=rtol if rtol is not None else 1e-2,
                                    atol=atol if atol is not None else 1e-4,
                                    err_msg=f"gradient of {n}: executor vs numeric")
