@@ -696,8 +696,9 @@ def numeric_grad(fn, inputs, head, eps=1e-4):
     return grads
 
 
-def check_numeric_gradient(fn, location, kwargs=None, numeric_eps=1e-4, rtol=1e-2, atol=1e-4, grad_nodes=None,
-                           aux_states=None, use_forward_train=True, ctx=None, grad_stype_dict=None, dtype=None):
+def check_numeric_gradient(fn=None, location=None, kwargs=None, numeric_eps=1e-4, rtol=1e-2, atol=1e-4,
+                           grad_nodes=None, aux_states=None, use_forward_train=True, ctx=None, grad_stype_dict=None,
+                           dtype=None, sym=None):
     """Checks the gradients autograd computes for ``fn`` against central
     differences.
 
@@ -705,7 +706,7 @@ def check_numeric_gradient(fn, location, kwargs=None, numeric_eps=1e-4, rtol=1e-
     a callable taking NDArrays and returning one NDArray, or a Symbol (then
     ``location`` gives its arguments as a list or dict, the third argument
     is its aux states as in MXNet, and the bound executor's gradients are
-    checked). ``location``
+    checked; MXNet's keyword ``sym=`` names it too). ``location``
     lists the inputs (NDArrays or numpy arrays; use float64 for tight
     checks). ``grad_nodes`` limits the check to those input positions.
     Returns the largest absolute difference found.
@@ -713,6 +714,10 @@ def check_numeric_gradient(fn, location, kwargs=None, numeric_eps=1e-4, rtol=1e-
     from . import ndarray as nd  # pylint: disable=import-outside-toplevel
     from .symbol import Symbol  # pylint: disable=import-outside-toplevel
 
+    if sym is not None:
+        fn = sym
+    if fn is None or location is None:
+        raise TypeError("check_numeric_gradient needs the symbol (or function) and the location")
     del grad_stype_dict, dtype
     if isinstance(fn, Symbol):
         # MXNet's order for symbols: (sym, location, aux_states, numeric_eps, ...)
