@@ -61,6 +61,10 @@ struct Frame<C> {
     count: C,
 }
 
+/// The most sampling points a bin may have (an adaptive grid over a huge or
+/// infinite region would not end).
+const MAX_SAMPLES: usize = 1 << 20;
+
 /// The frame of region row `r`, index `i`, for a batch of `n`.
 fn frame<C: Float>(p: &AlignParams, r: [C; 5], i: usize, n: usize) -> Result<Frame<C>> {
     let scale: C = cast(p.roi.scale as f64);
@@ -88,14 +92,25 @@ fn frame<C: Float>(p: &AlignParams, r: [C; 5], i: usize, n: usize) -> Result<Fra
         rh = rh.max(C::one());
     }
     let pooled = [cast::<C>(p.roi.pooled[0] as f64), cast::<C>(p.roi.pooled[1] as f64)];
-    let grid_of = |extent: C, bins: C| -> usize {
+    let grid_of = |extent: C, bins: C| -> Option<usize> {
         if p.sample_ratio > 0 {
-            p.sample_ratio as usize
+            Some(p.sample_ratio as usize)
         } else {
-            (extent / bins).ceil().to_usize().unwrap_or(0)
+            (extent / bins).ceil().to_usize()
         }
     };
-    let grid = [grid_of(rh, pooled[0]), grid_of(rw, pooled[1])];
+    let grid = match (grid_of(rh, pooled[0]), grid_of(rw, pooled[1])) {
+        (Some(a), Some(b)) if a.checked_mul(b).is_some_and(|n| n <= MAX_SAMPLES) => [a, b],
+        _ => {
+            return Err(Error::Invalid(format!(
+                "{OP}: region {i} of {} x {} data positions needs more than {MAX_SAMPLES} sampling points \
+                 per bin (sample_ratio={}); give a positive sample_ratio",
+                rh.to_f64().unwrap_or(f64::NAN),
+                rw.to_f64().unwrap_or(f64::NAN),
+                p.sample_ratio
+            )))
+        }
+    };
     Ok(Frame {
         image: batch_index(r[0].to_f64().unwrap_or(-1.0), n),
         start: [sh, sw],
@@ -193,23 +208,19 @@ fn forward_typed<T: FloatElement>(
         let per = fs.len().div_ceil(oxnet_core::parallel::num_threads() * 4).max(1);
         oxnet_core::parallel::for_each_chunk_mut(&mut y, per * per_roi, |t, part| {
             let mut samples = Vec::new();
-            let mut by_bin: Vec<Vec<Sample<T::Compute>>> = vec![Vec::new(); bins];
             for (k, yr) in part.chunks_exact_mut(per_roi).enumerate() {
                 let f = &fs[t * per + k];
-                let Some(img) = f.image else { continue };
-                for (b, v) in by_bin.iter_mut().enumerate() {
+                let Some(img) = f.image.filter(|_| h * w > 0) else { continue };
+                for b in 0..bins {
                     bin_samples(f, b / pw, b % pw, h, w, &mut samples);
-                    v.clone_from(&samples);
-                }
-                for (ch, yc) in yr.chunks_exact_mut(bins).enumerate() {
-                    for (b, o) in yc.iter_mut().enumerate() {
+                    for ch in 0..co {
                         let plane = &x[(img * c + source_channel(p, ch, b)) * h * w..][..h * w];
                         let mut acc = <T::Compute as Zero>::zero();
-                        for s in &by_bin[b] {
+                        for s in &samples {
                             let v = |i: usize| plane[s.pos[i]].to_compute();
                             acc = acc + (s.w[0] * v(0) + s.w[1] * v(1) + s.w[2] * v(2) + s.w[3] * v(3));
                         }
-                        *o = T::from_compute(acc / f.count);
+                        yr[ch * bins + b] = T::from_compute(acc / f.count);
                     }
                 }
             }

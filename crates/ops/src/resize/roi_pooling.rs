@@ -31,12 +31,12 @@ fn region<C: Float>(p: &RoiParams, roi: [C; 5], n: usize, h: usize, w: usize) ->
     let (x1, y1, x2, y2) = (corner(roi[1]), corner(roi[2]), corner(roi[3]), corner(roi[4]));
     let image = batch_index(roi[0].to_f64().unwrap_or(-1.0), n);
     // malformed regions become 1 x 1
-    let rh: C = cast((y2 - y1 + 1).max(1) as f64);
-    let rw: C = cast((x2 - x1 + 1).max(1) as f64);
+    let extent = |lo: i64, hi: i64| cast::<C>(hi.saturating_sub(lo).saturating_add(1).max(1) as f64);
+    let (rh, rw) = (extent(y1, y2), extent(x1, x2));
     let (ph, pw) = (p.pooled[0], p.pooled[1]);
     let bin_h = rh / cast(ph as f64);
     let bin_w = rw / cast(pw as f64);
-    let clip = |v: i64, origin: i64, limit: usize| (v + origin).clamp(0, limit as i64) as usize;
+    let clip = |v: i64, origin: i64, limit: usize| v.saturating_add(origin).clamp(0, limit as i64) as usize;
     let edge = |k: usize, bin: C, up: bool| {
         let v = cast::<C>(k as f64) * bin;
         (if up { v.ceil() } else { v.floor() }).to_i64().unwrap_or(0)

@@ -136,3 +136,29 @@ fn region_errors_name_the_attribute_and_shapes() {
     let e = invoke1(ALIGN, &[&x, &flat_roi], &raw(&attrs)).unwrap_err().to_string();
     assert!(e.contains("aligned") && e.contains("region 0"), "{e}");
 }
+
+#[test]
+fn empty_and_extreme_regions() {
+    let attrs = raw(&[("pooled_size", "(2, 2)"), ("spatial_scale", "1")]);
+    for op in [POOL, ALIGN] {
+        let x = data(&[2, 2, 4, 4], DType::F32);
+        let none = arr(vec![], &[0, 5], DType::F32);
+        assert_eq!(invoke1(op, &[&x, &none], &attrs).unwrap().shape(), &[0, 2, 2, 2], "{op}");
+        let flat = arr(vec![], &[2, 2, 0, 4], DType::F32);
+        let r = rois(&[[0., 0., 0., 2., 2.]], DType::F32);
+        let y = invoke1(op, &[&flat, &r], &attrs).unwrap();
+        assert_eq!(y.to_vec::<f32>().unwrap(), [0.0; 8], "{op}");
+        let huge = rois(&[[0., -1e30, -1e18, 1e30, 1e18]], DType::F64);
+        let x64 = data(&[2, 2, 4, 4], DType::F64);
+        let mut one = raw(&[("pooled_size", "(1, 1)"), ("spatial_scale", "1")]);
+        if op == ALIGN {
+            one.push(("sample_ratio", "2".into()));
+        }
+        assert_eq!(invoke1(op, &[&x64, &huge], &one).unwrap().shape(), &[1, 2, 1, 1], "{op}");
+    }
+    // an adaptive grid over a huge region would not end: an error suggests sample_ratio
+    let x = data(&[1, 1, 4, 4], DType::F32);
+    let e =
+        invoke1(ALIGN, &[&x, &rois(&[[0., 0., 0., 1e30, 2.]], DType::F32)], &attrs).unwrap_err().to_string();
+    assert!(e.contains("region 0") && e.contains("sample_ratio"), "{e}");
+}
