@@ -12,3 +12,4 @@ from . import nn, loss
 from .trainer import Trainer
 from . import data, utils  # noqa: E402
 from . import contrib  # noqa: E402
+from . import model_zoo  # noqa: E402
