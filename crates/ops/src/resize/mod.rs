@@ -51,8 +51,16 @@ fn dims4(op: &str, what: &str, shape: &[usize]) -> Result<[usize; 4]> {
     }
 }
 
-/// Merges `want` (0: unknown) into the output slot `slot`.
+/// Merges `want` (0: unknown) into the output slot `slot`; an output
+/// whose element count overflows is an error.
 fn merge_out(op: &str, slot: &mut Option<Shape>, want: &[usize], context: impl Fn() -> String) -> Result<()> {
+    if want.iter().filter(|&&d| d > 0).try_fold(1usize, |n, &d| n.checked_mul(d)).is_none() {
+        return Err(Error::Shape(format!(
+            "{op}: the output shape {} for {} is too large",
+            fmt_tuple(want),
+            context()
+        )));
+    }
     crate::conv::merge_shape(slot, want, &format!("{op}: the output"), context)
 }
 

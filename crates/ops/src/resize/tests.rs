@@ -168,6 +168,8 @@ fn upsampling_errors_name_the_attribute_and_shapes() {
         &[("scale", "2"), ("sample_type", "bilinear"), ("num_args", "2"), ("num_filter", "2")],
     );
     assert!(e.contains("weight") && e.contains("(2, 1, 3, 3)"), "{e}");
+    let e = err(&[&x], &[("scale", "4294967296"), ("sample_type", "nearest"), ("num_args", "1")]);
+    assert!(e.contains("too large") && e.contains("(1, 2, 4, 4)"), "{e}");
     let ints = x.astype(DType::I32).unwrap();
     let e = err(&[&ints], &[("scale", "2"), ("sample_type", "nearest"), ("num_args", "1")]);
     assert!(e.contains("floating"), "{e}");
@@ -260,4 +262,6 @@ fn bilinear_resize_errors_name_the_attribute_and_shapes() {
     let e = err(&[&x, &like], &[("mode", "like")]);
     assert!(e.contains("like") && e.contains("(2, 3)"), "{e}");
     assert!(resize(&[&x], &[("mode", "like")]).is_err());
+    let e = err(&[&x], &[("height", "4294967296"), ("width", "4294967296")]);
+    assert!(e.contains("too large"), "{e}");
 }

@@ -139,7 +139,8 @@ fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shap
     }
     let Some(data) = ins[0].clone() else { return Ok(()) };
     let [n, c, h, w] = dims4(OP, "data", &data)?;
-    let known = |v: usize| if v == 0 { 0 } else { v * p.scale };
+    // (an extent that overflows saturates: the output check reports it)
+    let known = |v: usize| v.saturating_mul(p.scale);
     let out_hw = [known(h), known(w)];
     let context = || format!("data of shape {}", fmt_tuple(&data));
     if p.bilinear {
