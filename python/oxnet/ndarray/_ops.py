@@ -47,14 +47,16 @@ def keep(names):
 
 
 _CONTRIB = "_contrib_"
+_LINALG = "_linalg_"
 
 
 def refresh(namespace):
     """Adds (or replaces) a function in ``namespace`` for every registry
-    operator; one named ``_contrib_NAME`` also goes into the ``contrib``
-    module of ``namespace`` (when it has one) as ``NAME``, and one named
-    ``_NAME`` into its ``_internal`` module."""
+    operator; one named ``_contrib_NAME`` (``_linalg_NAME``) also goes into
+    the ``contrib`` (``linalg``) module of ``namespace`` (when it has one) as
+    ``NAME``, and one named ``_NAME`` into its ``_internal`` module."""
     contrib = namespace.get("contrib")
+    linalg = namespace.get("linalg")
     internal = namespace.get("_internal")
     for name, aliases, doc, arguments, attrs, variadic in _oxnet.list_ops():
         handle = _oxnet.op_handle(name)
@@ -67,3 +69,5 @@ def refresh(namespace):
                 setattr(internal, n, namespace[n])
             if contrib is not None and n.startswith(_CONTRIB):
                 setattr(contrib, n[len(_CONTRIB):], namespace[n])
+            if linalg is not None and n.startswith(_LINALG):
+                setattr(linalg, n[len(_LINALG):], namespace[n])

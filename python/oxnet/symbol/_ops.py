@@ -6,7 +6,7 @@ keywords (any value; turned into MXNet's string form), ``name=`` and
 """
 
 from .. import _oxnet
-from ..ndarray._ops import _CONTRIB, _docstring
+from ..ndarray._ops import _CONTRIB, _LINALG, _docstring
 
 _RESERVED = {"var", "Variable", "Group", "load", "load_json", "fromjson", "Symbol", "trace", "contrib"}
 
@@ -57,10 +57,11 @@ def _make(fname, op_name, attr_names, none_ok=()):
 
 def refresh(namespace):
     """Adds (or replaces) a function in ``namespace`` for every registry
-    operator; one named ``_contrib_NAME`` also goes into the ``contrib``
-    module of ``namespace`` (when it has one) as ``NAME``, and one named
-    ``_NAME`` into its ``_internal`` module."""
+    operator; one named ``_contrib_NAME`` (``_linalg_NAME``) also goes into
+    the ``contrib`` (``linalg``) module of ``namespace`` (when it has one) as
+    ``NAME``, and one named ``_NAME`` into its ``_internal`` module."""
     contrib = namespace.get("contrib")
+    linalg = namespace.get("linalg")
     internal = namespace.get("_internal")
     for name, aliases, doc, arguments, attrs, variadic in _oxnet.list_ops():
         docstring = _docstring(name, aliases, doc, arguments, attrs, variadic).replace("NDArray", "Symbol")
@@ -76,3 +77,5 @@ def refresh(namespace):
                 setattr(internal, n, f)
             if contrib is not None and n.startswith(_CONTRIB):
                 setattr(contrib, n[len(_CONTRIB):], f)
+            if linalg is not None and n.startswith(_LINALG):
+                setattr(linalg, n[len(_LINALG):], f)

@@ -179,7 +179,7 @@ fn lower_attr(def: OpDef) -> OpDef {
 fn register_pair(kind: Kind, extract_doc: &str, make_doc: &str) {
     let with_lower = |d: OpDef| if matches!(kind, Kind::Trian) { lower_attr(d) } else { d };
     registry::register(
-        with_lower(offset_attr(OpDef::new(kind.extract())))
+        with_lower(offset_attr(OpDef::new(kind.extract()).alias(&kind.extract()[1..])))
             .doc(extract_doc)
             .infer_shape(move |attrs, ins, outs| {
                 let Some(a) = &ins[0] else { return Ok(()) };
@@ -191,7 +191,7 @@ fn register_pair(kind: Kind, extract_doc: &str, make_doc: &str) {
             .grad_rule(grad_by(kind.make())),
     );
     registry::register(
-        with_lower(offset_attr(OpDef::new(kind.make())))
+        with_lower(offset_attr(OpDef::new(kind.make()).alias(&kind.make()[1..])))
             .doc(make_doc)
             .infer_shape(move |attrs, ins, outs| {
                 let Some(a) = &ins[0] else { return Ok(()) };

@@ -223,7 +223,7 @@ fn square_same(
 
 pub(super) fn register() {
     registry::register(
-        lower_attr(OpDef::new("_linalg_potrf"))
+        lower_attr(OpDef::new("_linalg_potrf").alias("linalg_potrf"))
             .doc(
                 "Cholesky factorization of symmetric positive-definite matrices (over the trailing two axes): \
                  out = L with A = L·Lᵀ (or U with A = Uᵀ·U when `lower` is false); only that triangle of A is \
@@ -239,7 +239,7 @@ pub(super) fn register() {
             ),
     );
     registry::register(
-        lower_attr(OpDef::new("_linalg_potri"))
+        lower_attr(OpDef::new("_linalg_potri").alias("linalg_potri"))
             .doc(
                 "Inverse of a symmetric positive-definite matrix from its Cholesky factor A (over the trailing \
                  two axes): out = (A·Aᵀ)⁻¹ (or (Aᵀ·A)⁻¹ when `lower` is false). float32 and float64 only.",
@@ -254,7 +254,7 @@ pub(super) fn register() {
             ),
     );
     registry::register(
-        OpDef::new("_linalg_gelqf")
+        OpDef::new("_linalg_gelqf").alias("linalg_gelqf")
             .doc(
                 "LQ factorization (over the trailing two axes) of matrices with at least as many columns as \
                  rows: A = L·Q, Q with orthonormal rows, L lower triangular (LAPACK's signs). Outputs Q and L. \

@@ -328,7 +328,7 @@ fn axis_attr(def: OpDef) -> OpDef {
 
 pub(super) fn register() {
     registry::register(
-        axis_attr(product_attrs(OpDef::new("_linalg_gemm")).attr(AttrSpec::optional(
+        axis_attr(product_attrs(OpDef::new("_linalg_gemm").alias("linalg_gemm")).attr(AttrSpec::optional(
             "beta",
             AttrKind::Float,
             1.0,
@@ -354,7 +354,7 @@ pub(super) fn register() {
         .grad_rule(gemm_grad),
     );
     registry::register(
-        axis_attr(product_attrs(OpDef::new("_linalg_gemm2")))
+        axis_attr(product_attrs(OpDef::new("_linalg_gemm2").alias("linalg_gemm2")))
             .doc(
                 "General matrix multiplication: out = alpha·op(A)·op(B) over batches of matrices (rows on \
                  `axis`, columns on the last axis). float32 and float64 only.",
@@ -372,6 +372,7 @@ pub(super) fn register() {
     );
     registry::register(
         OpDef::new("_linalg_syrk")
+            .alias("linalg_syrk")
             .doc(
                 "Symmetric rank-k update: out = alpha·A·Aᵀ, or alpha·Aᵀ·A with `transpose`, over the \
                  trailing two axes. float32 and float64 only.",

@@ -124,6 +124,7 @@ fn scalar_rule(
 pub(super) fn register() {
     registry::register(
         OpDef::new("_linalg_inverse")
+            .alias("linalg_inverse")
             .doc("Inverse of square matrices (over the trailing two axes). float32 and float64 only.")
             .arguments(&["A"])
             .infer_shape(|_, ins, outs| {
@@ -138,6 +139,7 @@ pub(super) fn register() {
     );
     registry::register(
         OpDef::new("_linalg_det")
+            .alias("linalg_det")
             .doc(
                 "Determinant of square matrices (over the trailing two axes); shape (1,) for one matrix. \
                  float32 and float64 only.",
@@ -152,7 +154,7 @@ pub(super) fn register() {
             ),
     );
     registry::register(
-        OpDef::new("_linalg_slogdet")
+        OpDef::new("_linalg_slogdet").alias("linalg_slogdet")
             .doc(
                 "Sign and natural logarithm of the absolute value of the determinant of square matrices (over \
                  the trailing two axes): outputs sign and logabsdet (sign 0 and -inf for a singular matrix). \

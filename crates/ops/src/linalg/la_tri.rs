@@ -207,7 +207,7 @@ fn deps_all(_: &Attrs) -> BackwardDeps {
 
 pub(super) fn register() {
     registry::register(
-        tri_attrs(OpDef::new("_linalg_trmm"))
+        tri_attrs(OpDef::new("_linalg_trmm").alias("linalg_trmm"))
             .doc(
                 "Triangular matrix multiplication: out = alpha·op(A)·B, or alpha·B·op(A) with `rightside`, \
                  where A is triangular and op transposes it with `transpose`. Batches over leading axes; \
@@ -219,7 +219,7 @@ pub(super) fn register() {
             .backward(deps_all, trmm_backward),
     );
     registry::register(
-        tri_attrs(OpDef::new("_linalg_trsm"))
+        tri_attrs(OpDef::new("_linalg_trsm").alias("linalg_trsm"))
             .doc(
                 "Solves a triangular system: out = alpha·op(A)⁻¹·B, or alpha·B·op(A)⁻¹ with `rightside`, \
                  where A is triangular and op transposes it with `transpose`. Batches over leading axes; \
@@ -232,6 +232,7 @@ pub(super) fn register() {
     );
     registry::register(
         OpDef::new("_linalg_sumlogdiag")
+            .alias("linalg_sumlogdiag")
             .doc(
                 "The sum of the natural logarithms of the diagonal of each square matrix (over the trailing \
                  two axes). float32 and float64 only.",
