@@ -12,6 +12,7 @@
 //! unchanged. With `fix_gamma`, gamma is taken as 1 and gets a zero
 //! gradient.
 
+use super::channel_pass::{channel_map, channel_sums, run_grad_sums, run_sq_dev, run_sum};
 use super::params::{bn_params, infer_shape, infer_type, parse_bn_params, BnParams, ChannelView};
 use oxnet_core::store::store_slice;
 use oxnet_core::{
@@ -20,21 +21,43 @@ use oxnet_core::{
 };
 
 /// Per-channel mean and inverse standard deviation of `x`, and the biased
-/// variance, accumulated in f64.
+/// variance, accumulated in f64 (two passes: the mean, then the centred
+/// squares), on the thread pool.
 fn batch_stats<T: FloatElement>(x: &[T], v: &ChannelView, eps: f64) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-    let c = v.channels;
     let m = v.per_channel().max(1) as f64;
-    let mut mean = vec![0.0; c];
-    v.runs(|ch, r| mean[ch] += x[r].iter().map(|e| e.to_f64()).sum::<f64>());
-    mean.iter_mut().for_each(|s| *s /= m);
-    let mut var = vec![0.0; c];
-    v.runs(|ch, r| {
-        let mu = mean[ch];
-        var[ch] += x[r].iter().map(|e| (e.to_f64() - mu).powi(2)).sum::<f64>();
-    });
-    var.iter_mut().for_each(|s| *s /= m);
+    let [sum] = channel_sums(v, x, None, |_, r, _| [run_sum(r)]);
+    let mean: Vec<f64> = sum.iter().map(|s| s / m).collect();
+    let [sq] = channel_sums(v, x, None, |c, r, _| [run_sq_dev(r, mean[c])]);
+    let var: Vec<f64> = sq.iter().map(|s| s / m).collect();
     let invstd = var.iter().map(|s| 1.0 / (s + eps).sqrt()).collect();
     (mean, var, invstd)
+}
+
+/// Writes `f(coef(channel), x, y)` for every element into `out` under
+/// `req`: straight into `out`'s memory for `write`, through a scratch
+/// buffer otherwise.
+fn write_map<T: FloatElement, C: Copy>(
+    req: Req,
+    out: &NDArray,
+    v: &ChannelView,
+    x: &[T],
+    y: Option<&[T]>,
+    coef: impl Fn(usize) -> C + Sync,
+    f: impl Fn(C, T::Compute, T::Compute) -> T::Compute + Sync,
+) -> Result<()> {
+    match req {
+        Req::Null => Ok(()),
+        Req::Write | Req::Inplace if out.is_contiguous() => {
+            channel_map(v, x, y, out.as_mut_slice::<T>()?, coef, f);
+            Ok(())
+        }
+        _ => {
+            let mut tmp = vec![T::zero(); x.len()];
+            channel_map(v, x, y, &mut tmp, coef, f);
+            store_slice(req, out.as_mut_slice::<T>()?, &tmp);
+            Ok(())
+        }
+    }
 }
 
 /// True when this call normalises with the batch's statistics.
@@ -90,20 +113,11 @@ fn forward_typed<T: FloatElement>(ctx: &OpContext, inputs: &[NDArray], outputs: 
     let (mean, var, invstd) = stats_for(ctx, &p, x, &view, &inputs[3], &inputs[4])?;
     let gamma = gammas(&p, &inputs[1], view.channels)?;
     let beta = to_f64(&inputs[2])?;
-    if ctx.req[0] != Req::Null {
-        let scale: Vec<T::Compute> =
-            (0..view.channels).map(|c| T::from_f64(gamma[c] * invstd[c]).to_compute()).collect();
-        let shift: Vec<T::Compute> = (0..view.channels)
-            .map(|c| T::from_f64(beta[c] - mean[c] * gamma[c] * invstd[c]).to_compute())
-            .collect();
-        let mut y = vec![T::zero(); x.len()];
-        view.runs(|c, r| {
-            for (o, v) in y[r.clone()].iter_mut().zip(&x[r]) {
-                *o = T::from_compute(v.to_compute() * scale[c] + shift[c]);
-            }
-        });
-        store_slice(ctx.req[0], outputs[0].as_mut_slice::<T>()?, &y);
-    }
+    let scale_shift = |c: usize| {
+        let scale = gamma[c] * invstd[c];
+        (T::from_f64(scale).to_compute(), T::from_f64(beta[c] - mean[c] * scale).to_compute())
+    };
+    write_map(ctx.req[0], &outputs[0], &view, x, None, scale_shift, |(s, b), v, _| v * s + b)?;
     if outputs.len() == 3 {
         store_f64(ctx.req[1], &outputs[1], &mean)?;
         let third = if p.var_output { var } else { invstd };
@@ -132,33 +146,23 @@ fn backward_typed<T: FloatElement>(ctx: &OpContext, args: &BackwardArgs, grads: 
     let g = gammas(&p, gamma, c)?;
 
     // sums of dy and dy·xhat per channel
-    let mut sum_dy = vec![0.0; c];
-    let mut sum_dy_xhat = vec![0.0; c];
-    view.runs(|ch, r| {
-        let (mu, is) = (mean[ch], invstd[ch]);
-        for (v, d) in x[r.clone()].iter().zip(&dys[r]) {
-            let d = d.to_f64();
-            sum_dy[ch] += d;
-            sum_dy_xhat[ch] += d * (v.to_f64() - mu) * is;
-        }
-    });
-    if ctx.req[0] != Req::Null {
-        let m = view.per_channel().max(1) as f64;
-        let mut dx = vec![T::zero(); x.len()];
-        view.runs(|ch, r| {
-            let (mu, is, scale) = (mean[ch], invstd[ch], g[ch] * invstd[ch]);
-            let (mdy, mdyx) = (sum_dy[ch] / m, sum_dy_xhat[ch] / m);
-            for ((o, v), d) in dx[r.clone()].iter_mut().zip(&x[r.clone()]).zip(&dys[r]) {
-                let d = d.to_f64();
-                *o = T::from_f64(if batch {
-                    scale * (d - mdy - (v.to_f64() - mu) * is * mdyx)
-                } else {
-                    scale * d
-                });
-            }
-        });
-        store_slice(ctx.req[0], grads[0].as_mut_slice::<T>()?, &dx);
-    }
+    let m = view.per_channel().max(1) as f64;
+    let [sum_dy, sum_dy_dev] =
+        channel_sums(&view, x, Some(dys), |ch, xr, dr| run_grad_sums(xr, dr, mean[ch]));
+    let sum_dy_xhat: Vec<f64> = sum_dy_dev.iter().zip(&invstd).map(|(s, is)| s * is).collect();
+    // dx = scale · (dy - mean(dy) - (x - mu) · invstd · mean(dy · xhat)), as a·dy + b·x + k
+    let coef = |ch: usize| {
+        let (mu, is, scale) = (mean[ch], invstd[ch], g[ch] * invstd[ch]);
+        let (a, b, k) = if batch {
+            let b = -scale * is * sum_dy_xhat[ch] / m;
+            (scale, b, -scale * sum_dy[ch] / m - b * mu)
+        } else {
+            (scale, 0.0, 0.0)
+        };
+        let t = |v: f64| T::from_f64(v).to_compute();
+        (t(a), t(b), t(k))
+    };
+    write_map(ctx.req[0], &grads[0], &view, x, Some(dys), coef, |(a, b, k), xv, d| a * d + b * xv + k)?;
     if ctx.req[1] != Req::Null {
         let dgamma = if p.fix_gamma { vec![0.0; c] } else { sum_dy_xhat.clone() };
         store_f64(ctx.req[1], &grads[1], &dgamma)?;

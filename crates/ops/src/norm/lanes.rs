@@ -86,7 +86,7 @@ pub(crate) enum Affine {
 /// `Σ f(x)` over `xs` in f64, with eight independent partial sums (so
 /// that the additions pipeline and vectorise).
 #[inline]
-fn sum8<T: FloatElement>(xs: &[T], f: impl Fn(f64) -> f64) -> f64 {
+pub(crate) fn sum8<T: FloatElement>(xs: &[T], f: impl Fn(f64) -> f64) -> f64 {
     let mut acc = [0.0f64; 8];
     let chunks = xs.chunks_exact(8);
     let tail: f64 = chunks.remainder().iter().map(|v| f(v.to_f64())).sum();

@@ -4,6 +4,7 @@
 //! kernels); `L2Normalization`; and `LRN`.
 
 mod batch_norm;
+mod channel_pass;
 mod group_norm;
 mod instance_norm;
 mod l2_normalization;

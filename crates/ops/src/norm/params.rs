@@ -93,18 +93,6 @@ impl ChannelView {
     pub fn per_channel(&self) -> usize {
         self.outer * self.inner
     }
-
-    /// Calls `f(channel, run)` for every contiguous run of one channel's
-    /// elements, as index ranges into the data.
-    #[inline]
-    pub fn runs(&self, mut f: impl FnMut(usize, std::ops::Range<usize>)) {
-        for o in 0..self.outer {
-            for c in 0..self.channels {
-                let start = (o * self.channels + c) * self.inner;
-                f(c, start..start + self.inner);
-            }
-        }
-    }
 }
 
 /// Shape inference: gamma, beta, moving_mean and moving_var are
