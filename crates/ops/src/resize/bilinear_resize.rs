@@ -155,7 +155,7 @@ fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shap
     let [n, c, h, w] = dims4(OP, "data", &data)?;
     let [oh, ow] = out_hw(&p, [h, w], like);
     merge_out(OP, &mut outs[0], &[n, c, oh, ow], || {
-        format!("data of shape {} in mode {:?}", fmt_tuple(&data), p.mode)
+        format!("data of shape {} in mode '{}'", fmt_tuple(&data), attrs.str("mode").unwrap_or("size"))
     })
 }
 
