@@ -198,7 +198,17 @@ fn errors_name_the_operator_and_layout() {
         let e = err(op, &[&x1, &w1], "NHWCX", "(3,)");
         assert!(e.contains(op) && e.contains("NHWCX"), "{e}");
     }
-    // a channel-first weight under NHWC: named, with the order noted
+    // a channel-first weight under NHWC: named, shapes in the caller's order
     let e = err("Convolution", &[&rand(&[1, 5, 5, 2]), &rand(&[4, 2, 3, 3])], "NHWC", "(3, 3)");
-    assert!(e.contains("weight") && e.contains("channel-first order"), "{e}");
+    assert!(
+        e.contains("weight has shape (4, 2, 3, 3)")
+            && e.contains("(1, 5, 5, 2)")
+            && e.contains("needs (4, 3, 3, 2)"),
+        "{e}"
+    );
+    let e = err("Deconvolution", &[&rand(&[1, 5, 5, 2]), &rand(&[2, 4, 3, 3])], "NHWC", "(3, 3)");
+    assert!(e.contains("Deconvolution: weight") && e.contains("needs (2, 3, 3, 4)"), "{e}");
+    // no single mismatch to show: the channel-first message, with the order noted
+    let e = err("Convolution", &[&rand(&[1, 2, 2, 2]), &rand(&[4, 3, 3, 2])], "NHWC", "(3, 3)");
+    assert!(e.contains("Convolution") && e.contains("channel-first order"), "{e}");
 }

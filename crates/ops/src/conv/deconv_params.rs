@@ -144,7 +144,9 @@ pub(crate) fn infer_shape(
 ) -> Result<()> {
     let p = deconv_params(attrs)?;
     if p.layout.channel_last {
-        return infer_shape_last(&p.layout, 2, ins, outs, |i, o| infer_first(&p, i, o));
+        return infer_shape_last(OP, &p.layout, 2, &["data", "weight", "bias"], ins, outs, |i, o| {
+            infer_first(&p, i, o)
+        });
     }
     infer_first(&p, ins, outs)
 }

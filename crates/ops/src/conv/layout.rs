@@ -6,6 +6,7 @@
 //! the data (`OHWI` for an `NHWC` convolution: the channel-first weight
 //! with its axis 1 moved last).
 
+use super::geometry::fmt_tuple;
 use oxnet_core::shape::Shape;
 use oxnet_core::store::store;
 use oxnet_core::{BackwardArgs, Error, NDArray, OpContext, Req, Result};
@@ -132,16 +133,18 @@ fn note_order(layout: &Layout, e: Error) -> Error {
     }
 }
 
-/// Shape inference of a channel-last call through the channel-first rule
-/// `rule`: the first `permuted` inputs and the outputs are moved to
-/// channel-first order, inferred, and moved back (the rest, a bias, pass
-/// as they are).
+/// Shape inference of a channel-last call of `op` through the
+/// channel-first rule `rule`: the first `permuted` inputs and the outputs
+/// are moved to channel-first order, inferred, and moved back (the rest, a
+/// bias, pass as they are). `names` names the inputs for errors.
 pub(crate) fn infer_shape_last(
+    op: &str,
     layout: &Layout,
     permuted: usize,
+    names: &[&str],
     ins: &mut [Option<Shape>],
     outs: &mut [Option<Shape>],
-    rule: impl FnOnce(&mut [Option<Shape>], &mut [Option<Shape>]) -> Result<()>,
+    rule: impl Fn(&mut [Option<Shape>], &mut [Option<Shape>]) -> Result<()>,
 ) -> Result<()> {
     let k = permuted.min(ins.len());
     let mut ins_first: Vec<Option<Shape>> = ins.to_vec();
@@ -150,7 +153,9 @@ pub(crate) fn infer_shape_last(
     }
     let mut outs_first: Vec<Option<Shape>> =
         outs.iter().map(|s| s.as_ref().map(|s| shape_to_first(s))).collect();
-    rule(&mut ins_first, &mut outs_first).map_err(|e| note_order(layout, e))?;
+    if let Err(e) = rule(&mut ins_first, &mut outs_first) {
+        return Err(explain(op, layout, k, names, ins, outs, &rule).unwrap_or_else(|| note_order(layout, e)));
+    }
     for (i, (slot, s)) in ins.iter_mut().zip(ins_first).enumerate() {
         *slot = if i < k { s.map(|s| shape_to_last(&s)) } else { s };
     }
@@ -158,6 +163,48 @@ pub(crate) fn infer_shape_last(
         *slot = s.map(|s| shape_to_last(&s));
     }
     Ok(())
+}
+
+/// An error in the caller's (channel-last) order for a failed inference:
+/// the shapes inferred from the data alone, compared with the given ones;
+/// `None` when that does not single out a mismatch.
+fn explain(
+    op: &str,
+    layout: &Layout,
+    k: usize,
+    names: &[&str],
+    ins: &[Option<Shape>],
+    outs: &[Option<Shape>],
+    rule: &impl Fn(&mut [Option<Shape>], &mut [Option<Shape>]) -> Result<()>,
+) -> Option<Error> {
+    let data = ins.first()?.as_ref()?;
+    let mut ins_first: Vec<Option<Shape>> = vec![None; ins.len()];
+    ins_first[0] = Some(shape_to_first(data));
+    let mut outs_first: Vec<Option<Shape>> = vec![None; outs.len()];
+    rule(&mut ins_first, &mut outs_first).ok()?;
+    let fits = |a: &[usize], b: &[usize]| {
+        a.len() == b.len() && a.iter().zip(b).all(|(&x, &y)| x == 0 || y == 0 || x == y)
+    };
+    let given = ins
+        .iter()
+        .enumerate()
+        .skip(1)
+        .map(|(i, s)| (names.get(i).copied().unwrap_or("input"), s, &ins_first[i], i < k));
+    let given = given.chain(outs.iter().zip(&outs_first).map(|(s, w)| ("the output", s, w, true)));
+    for (name, have, want, permuted) in given {
+        let (Some(have), Some(want)) = (have, want) else { continue };
+        let want = if permuted { shape_to_last(want) } else { want.clone() };
+        if !fits(have, &want) {
+            return Some(Error::Shape(format!(
+                "{op}: {name} has shape {}, but data of shape {} in layout {} needs {}",
+                fmt_tuple(have),
+                fmt_tuple(data),
+                layout.name,
+                fmt_tuple(&want)
+            )));
+        }
+    }
+    None
 }
 
 /// Runs the channel-first forward kernel `kernel` for a channel-last call:

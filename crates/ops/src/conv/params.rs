@@ -138,7 +138,15 @@ pub(crate) fn infer_shape(
 ) -> Result<()> {
     let p = conv_params(attrs)?;
     if p.layout.channel_last {
-        return infer_shape_last(&p.layout, 2, ins, outs, |i, o| infer_first(&p, i, o));
+        return infer_shape_last(
+            "Convolution",
+            &p.layout,
+            2,
+            &["data", "weight", "bias"],
+            ins,
+            outs,
+            |i, o| infer_first(&p, i, o),
+        );
     }
     infer_first(&p, ins, outs)
 }

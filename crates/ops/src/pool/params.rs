@@ -188,7 +188,7 @@ pub(crate) fn infer_shape(
 ) -> Result<()> {
     let p = pool_params(attrs)?;
     if p.layout.channel_last {
-        return infer_shape_last(&p.layout, 1, ins, outs, |i, o| infer_first(attrs, &p, i, o));
+        return infer_shape_last(OP, &p.layout, 1, &["data"], ins, outs, |i, o| infer_first(attrs, &p, i, o));
     }
     infer_first(attrs, &p, ins, outs)
 }
