@@ -61,7 +61,7 @@ fn check_cases(cases: &[MxCase], dtype: DType, tol: f64) {
 
 #[test]
 fn float32_values_and_gradients_match_mxnet() {
-    check_cases(F32, DType::F32, 1e-5);
+    check_cases(F32, DType::F32, 1e-6);
 }
 
 #[test]
