@@ -89,6 +89,8 @@ def test_forward_hybridize_export_import(name, tmp_path):
     net = _build(name)
     net.initialize(mx.init.Xavier())
     _check_forward_hybridize_export(net, _input(tuple(expected["input"])), tmp_path, expected["output"])
+    # The shapes deferred initialization gave in the forward pass are MXNet's too.
+    assert [[k[len(net.prefix):], list(p.shape)] for k, p in net.collect_params().items()] == expected["params"]
 
 
 @pytest.mark.parametrize("version,block,thumbnail", [
