@@ -656,14 +656,12 @@ def test_bad_layouts_and_sizes_are_clear_errors():
         nn.MaxPool1D((2, 2))
     with pytest.raises(ValueError, match="padding"):
         nn.ReflectionPad2D((1, 1))
-    # channel-last layouts are accepted (MXNet's weight shapes) but the engine runs channel-first only
+    # channel-last layouts take MXNet's weight shapes and run (tests/python/test_channel_last.py checks values)
     conv = nn.Conv2D(4, 3, layout="NHWC", in_channels=2)
     assert conv.weight.shape == (4, 3, 3, 2)
     conv.initialize()
-    with pytest.raises(mx.MXNetError, match="layout NHWC is not supported"):
-        conv(nd.ones((1, 5, 5, 2)))
-    with pytest.raises(mx.MXNetError, match="layout NHWC is not supported"):
-        nn.MaxPool2D(layout="NHWC")(nd.ones((1, 4, 4, 2)))
+    assert conv(nd.ones((1, 5, 5, 2))).shape == (1, 3, 3, 4)
+    assert nn.MaxPool2D(layout="NHWC")(nd.ones((1, 4, 4, 2))).shape == (1, 2, 2, 2)
 
 
 def test_parameter_combinations_build():
