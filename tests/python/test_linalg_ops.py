@@ -351,3 +351,16 @@ def test_symbol_executor_forward_and_backward():
     want = [-3.0398613499073464, -0.5345224838248492, 0.122416310261034, 0.6814220561380896,
             -0.5345224838248486, -1.118011491754111]
     np.testing.assert_allclose(grad.asnumpy().ravel(), want, rtol=1e-12)
+
+
+def test_sym_arange_is_mxnets():
+    # MXNet's test_laop builds its triangle masks with mx.sym.arange
+    s = mx.sym.arange(start=0, stop=4, step=1, dtype="int32")
+    assert s.infer_shape()[1] == [(4,)]
+    exe = s.bind(mx.cpu(), args={})
+    out = exe.forward()[0]
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(out.asnumpy(), [0, 1, 2, 3])
+    assert mx.sym.arange(3).infer_shape()[1] == [(3,)]
+    out = mx.sym.arange(1, 2, step=0.5, repeat=2).bind(mx.cpu(), args={}).forward()[0]
+    np.testing.assert_array_equal(out.asnumpy(), [1., 1., 1.5, 1.5])

@@ -27,3 +27,13 @@ def ones(shape, dtype=None, **kwargs):
 def full(shape, val, dtype=None, **kwargs):
     """A node holding ``val`` in every element of ``shape``."""
     return _op("_full")(value=val, **_attrs(shape, dtype, kwargs))
+
+
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, name=None, dtype=None, **kwargs):
+    """A node holding evenly spaced values in ``[start, stop)`` (``[0, start)``
+    without ``stop``), each repeated ``repeat`` times (the ``_arange``
+    operator), float32 unless ``dtype`` says otherwise."""
+    if dtype is not None:
+        kwargs["dtype"] = dtype
+    return _op("_arange")(start=start, stop="None" if stop is None else stop, step=step, repeat=repeat,
+                          infer_range=infer_range, name=name, **kwargs)

@@ -1,6 +1,8 @@
 //! Array-creation operators without inputs: `_zeros`, `_ones` and `_full`
 //! (MXNet's `mx.sym.zeros`, `mx.sym.ones`, `mx.sym.full`), which let
-//! constant arrays appear in graphs.
+//! constant arrays appear in graphs; `_arange` (`mx.sym.arange`).
+
+mod arange;
 
 use oxnet_core::attrs::Attrs;
 use oxnet_core::{registry, AttrKind, AttrSpec, AttrValue, DType, Error, OpDef, Result, Shape};
@@ -67,6 +69,7 @@ pub(crate) fn register() {
     register_fill("_zeros", "zeros", Some(0.0));
     register_fill("_ones", "ones", Some(1.0));
     register_fill("_full", "`value`", None);
+    arange::register();
 }
 
 #[cfg(test)]
