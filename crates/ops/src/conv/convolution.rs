@@ -313,7 +313,8 @@ pub(super) fn register() {
          (num_filter, channel/num_group, *kernel) and bias (num_filter,): \
          out[n, f] = bias[f] + sum over c, k of weight[f, c, k] · data[n, g·C/G + c, stride·o + dilate·k - pad]. \
          Output extent per axis: floor((x + 2·pad - dilate·(kernel-1) - 1) / stride) + 1. \
-         Weight and bias shapes are inferred from data.",
+         Weight and bias shapes are inferred from data. With layout NHWC or NDHWC the channel axis is \
+         last in data, weight and output.",
     );
     registry::register(
         conv_attrs(def)

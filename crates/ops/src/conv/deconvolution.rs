@@ -186,7 +186,8 @@ pub(super) fn register() {
                  its data: data (batch, C, *spatial), weight (C, num_filter/num_group, *kernel), \
                  optional bias (num_filter,) (no_bias defaults to True). Output extent per axis: \
                  stride·(x - 1) + dilate·(kernel - 1) + 1 - 2·pad + adj, or target_shape (then \
-                 pad and adj are derived from it).",
+                 pad and adj are derived from it). With layout NHWC or NDHWC the channel axis is last \
+                 in data, weight and output.",
             )
             .attr(AttrSpec::required("kernel", AttrKind::Ints, "Kernel size: (w,), (h, w) or (d, h, w)."))
             .attr(spatial("stride", "Stride per axis (default 1)."))

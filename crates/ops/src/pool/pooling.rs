@@ -238,7 +238,8 @@ pub(super) fn register() {
                  gives floor((x + 2·pad - kernel) / stride) + 1 outputs per axis, 'full' rounds up, \
                  'same' gives ceil(x / stride) with the padding split over both ends. global_pool \
                  pools each whole plane. Averages count padded positions unless \
-                 count_include_pad=False; max ignores padding.",
+                 count_include_pad=False; max ignores padding. With layout NWC, NHWC or NDHWC the \
+                 channel axis is last in data and output.",
             )
             .attr(AttrSpec::optional(
                 "kernel",
