@@ -270,15 +270,15 @@ mod tests {
         let e = invoke1("_linalg_maketrian", &[&bad], &[]).unwrap_err().to_string();
         assert!(e.contains("triangular"), "{e}");
         for k in [-1i64, 0, 2] {
-            OpChecker::new("_linalg_extractdiag", &[x.clone()]).attr("offset", k).run().unwrap();
-            OpChecker::new("_linalg_makediag", &[r.clone()]).attr("offset", k).run().unwrap();
+            OpChecker::new("_linalg_extractdiag", std::slice::from_ref(&x)).attr("offset", k).run().unwrap();
+            OpChecker::new("_linalg_makediag", std::slice::from_ref(&r)).attr("offset", k).run().unwrap();
             for lower in [true, false] {
-                OpChecker::new("_linalg_extracttrian", &[x.clone()])
+                OpChecker::new("_linalg_extracttrian", std::slice::from_ref(&x))
                     .attr("offset", k.min(1))
                     .attr("lower", lower)
                     .run()
                     .unwrap();
-                OpChecker::new("_linalg_maketrian", &[r.clone()])
+                OpChecker::new("_linalg_maketrian", std::slice::from_ref(&r))
                     .attr("offset", k)
                     .attr("lower", lower)
                     .run()

@@ -179,10 +179,10 @@ fn sumlogdiag_backward(ctx: &OpContext, args: &BackwardArgs, grads: &[NDArray]) 
     let a = read(a_arr)?;
     let g = out_grad(args, 0, batch)?;
     let mut da = vec![0.0; a.len()];
-    for b in 0..batch {
+    for (b, gb) in g.iter().enumerate().take(batch) {
         for i in 0..n {
             let j = b * n * n + i * n + i;
-            da[j] = g[b] / a[j];
+            da[j] = gb / a[j];
         }
     }
     write(ctx.req[0], &grads[0], &da)
