@@ -47,7 +47,7 @@ fn write_map<T: FloatElement, C: Copy>(
 ) -> Result<()> {
     match req {
         Req::Null => Ok(()),
-        Req::Write | Req::Inplace if out.is_contiguous() => {
+        Req::Write if out.is_contiguous() => {
             channel_map(v, x, y, out.as_mut_slice::<T>()?, coef, f);
             Ok(())
         }

@@ -1,7 +1,9 @@
 //! `Pooling`'s kernels: max, average, sum and Lp pooling over 1 to 3
 //! spatial axes, one (batch, channel) plane at a time, with a backward
 //! kernel (the max's gradient goes to the first largest element of each
-//! window, as in MXNet).
+//! window, as in MXNet). Max, sum and average reduce the window's input
+//! rows element-wise first (whole rows, which vectorise), then each
+//! output its stretch of the reduced row.
 
 use super::params::{infer_shape, pool_params, window, Convention, PoolParams, PoolType};
 use crate::conv::geometry::Geom3;
@@ -10,60 +12,233 @@ use num_traits::{Float, NumCast, One, Zero};
 use oxnet_core::store::store_slice;
 use oxnet_core::{
     registry, AttrKind, AttrSpec, AttrValue, BackwardArgs, BackwardDeps, Error, FloatElement, NDArray,
-    OpContext, OpDef, Result,
+    OpContext, OpDef, Req, Result,
 };
 
-/// One window along the three axes: clipped `[lo, hi)` per axis and the
-/// element count an average divides by.
-struct Span {
-    lo: [usize; 3],
-    hi: [usize; 3],
-    count: usize,
+/// A window along one axis: the input positions `[lo, hi)` inside the
+/// data, and its length counting padding (what an average including the
+/// padding divides by).
+#[derive(Clone, Copy)]
+struct AxisWindow {
+    lo: usize,
+    hi: usize,
+    padded: usize,
 }
 
-/// The window of output position `o` (pads after each axis from `after`).
-fn span(g: &Geom3, after: &[usize; 3], o: [usize; 3], include_pad: bool) -> Span {
-    let mut lo = [0; 3];
-    let mut hi = [0; 3];
-    let mut padded = 1;
-    let mut inner = 1;
-    for a in 0..3 {
-        let start = (o[a] * g.s[a]) as isize - g.p[a];
-        let end = (start + g.k[a] as isize).min((g.inp[a] + after[a]) as isize);
-        padded *= (end - start).max(0) as usize;
-        let (l, h) = (start.max(0) as usize, end.clamp(0, g.inp[a] as isize) as usize);
-        lo[a] = l;
-        hi[a] = h.max(l);
-        inner *= hi[a] - lo[a];
+/// The windows of a plane, per axis (windows are products of one window
+/// per axis): `w[a][o]` for output position `o` of axis `a`.
+struct Windows {
+    w: [Vec<AxisWindow>; 3],
+    include_pad: bool,
+}
+
+impl Windows {
+    /// The windows of geometry `g` (pads after each axis from `after`).
+    fn new(g: &Geom3, after: &[usize; 3], include_pad: bool) -> Windows {
+        let axis = |a: usize| -> Vec<AxisWindow> {
+            (0..g.out[a])
+                .map(|o| {
+                    let start = (o * g.s[a]) as isize - g.p[a];
+                    let end = (start + g.k[a] as isize).min((g.inp[a] + after[a]) as isize);
+                    let lo = start.max(0) as usize;
+                    let hi = (end.clamp(0, g.inp[a] as isize) as usize).max(lo);
+                    AxisWindow { lo, hi, padded: (end - start).max(0) as usize }
+                })
+                .collect()
+        };
+        Windows { w: [axis(0), axis(1), axis(2)], include_pad }
     }
-    Span { lo, hi, count: if include_pad { padded } else { inner } }
+
+    /// What an average over the window `(a, b, c)` divides by.
+    fn count(&self, a: AxisWindow, b: AxisWindow, c: AxisWindow) -> usize {
+        if self.include_pad {
+            a.padded * b.padded * c.padded
+        } else {
+            (a.hi - a.lo) * (b.hi - b.lo) * (c.hi - c.lo)
+        }
+    }
 }
 
-/// Calls `f(input index)` for every input element of a window, in scan order.
+/// Calls `f(input index)` for every input element of the window
+/// `(a, b, c)`, in scan order; stops early when `f` returns false.
 #[inline]
-fn each_in(g: &Geom3, s: &Span, mut f: impl FnMut(usize)) {
-    for z0 in s.lo[0]..s.hi[0] {
-        for z1 in s.lo[1]..s.hi[1] {
+fn scan(g: &Geom3, a: AxisWindow, b: AxisWindow, c: AxisWindow, mut f: impl FnMut(usize) -> bool) {
+    for z0 in a.lo..a.hi {
+        for z1 in b.lo..b.hi {
             let row = (z0 * g.inp[1] + z1) * g.inp[2];
-            for z2 in s.lo[2]..s.hi[2] {
-                f(row + z2);
+            for z2 in c.lo..c.hi {
+                if !f(row + z2) {
+                    return;
+                }
             }
         }
     }
 }
 
-/// The window of every output position of a plane, in order (the same for
-/// every plane of a call, so computed once).
-fn spans(g: &Geom3, after: &[usize; 3], include_pad: bool) -> Vec<Span> {
-    let mut v = Vec::with_capacity(g.out_size());
-    for a in 0..g.out[0] {
-        for b in 0..g.out[1] {
-            for c in 0..g.out[2] {
-                v.push(span(g, after, [a, b, c], include_pad));
+fn cast<C: Float>(v: f64) -> C {
+    <C as NumCast>::from(v).unwrap_or_else(C::zero)
+}
+
+/// One plane's max, sum or average: for each row of outputs, the window's
+/// input rows are first reduced element-wise into one row (which
+/// vectorises), then each output reduces its stretch of that row.
+fn pool_plane_rows<T: FloatElement>(
+    p: &PoolParams,
+    g: &Geom3,
+    win: &Windows,
+    x: &[T],
+    y: &mut [T],
+    acc: &mut [T::Compute],
+) {
+    let max = p.pool_type == PoolType::Max;
+    let init = if max { <T::Compute as Float>::min_value() } else { T::Compute::zero() };
+    let width = g.inp[2];
+    let mut outs = y.iter_mut();
+    for &a in &win.w[0] {
+        for &b in &win.w[1] {
+            acc.fill(init);
+            for z0 in a.lo..a.hi {
+                for z1 in b.lo..b.hi {
+                    let row = &x[(z0 * g.inp[1] + z1) * width..][..width];
+                    if max {
+                        acc.iter_mut().zip(row).for_each(|(s, v)| *s = s.max(v.to_compute()));
+                    } else {
+                        acc.iter_mut().zip(row).for_each(|(s, v)| *s = *s + v.to_compute());
+                    }
+                }
+            }
+            for &c in &win.w[2] {
+                let part = &acc[c.lo..c.hi];
+                let v = if max {
+                    part.iter().fold(init, |m, &v| m.max(v))
+                } else {
+                    let sum = part.iter().fold(init, |m, &v| m + v);
+                    match p.pool_type {
+                        PoolType::Avg => match win.count(a, b, c) {
+                            0 => T::Compute::zero(),
+                            n => sum / cast(n as f64),
+                        },
+                        _ => sum,
+                    }
+                };
+                if let Some(o) = outs.next() {
+                    *o = T::from_compute(v);
+                }
             }
         }
     }
-    v
+}
+
+/// One plane's Lp pooling, `(Σ x^p)^(1/p)` over each window.
+fn pool_plane_lp<T: FloatElement>(pv: i32, g: &Geom3, win: &Windows, x: &[T], y: &mut [T]) {
+    let mut outs = y.iter_mut();
+    for &a in &win.w[0] {
+        for &b in &win.w[1] {
+            for &c in &win.w[2] {
+                let mut acc = T::Compute::zero();
+                scan(g, a, b, c, |i| {
+                    acc = acc + x[i].to_compute().powi(pv);
+                    true
+                });
+                let v = match pv {
+                    1 => acc,
+                    2 => acc.sqrt(),
+                    _ => acc.powf(cast::<T::Compute>(1.0 / pv as f64)),
+                };
+                if let Some(o) = outs.next() {
+                    *o = T::from_compute(v);
+                }
+            }
+        }
+    }
+}
+
+/// One plane's input gradient. Max: each output's gradient goes to the
+/// first element of its window (in scan order) equal to its maximum.
+/// Sum and average: each row of outputs spreads its gradients over one
+/// row, which is then added to every input row of its windows. Lp: the
+/// derivative `(x / y)^(p-1)`.
+#[allow(clippy::too_many_arguments)]
+fn unpool_plane<T: FloatElement>(
+    p: &PoolParams,
+    g: &Geom3,
+    win: &Windows,
+    x: &[T],
+    y: &[T],
+    dy: &[T],
+    dx: &mut [T::Compute],
+    share: &mut [T::Compute],
+) {
+    let width = g.inp[2];
+    let mut k = 0;
+    for &a in &win.w[0] {
+        for &b in &win.w[1] {
+            match p.pool_type {
+                PoolType::Max => {
+                    for &c in &win.w[2] {
+                        let (yv, gy) = (y[k].to_compute(), dy[k].to_compute());
+                        k += 1;
+                        let mut hit = None;
+                        scan(g, a, b, c, |i| {
+                            if x[i].to_compute() == yv {
+                                hit = Some(i);
+                            }
+                            hit.is_none()
+                        });
+                        if hit.is_none() {
+                            // no element equals the maximum (NaN): the first largest, as the forward saw it
+                            let mut best: Option<(usize, T::Compute)> = None;
+                            scan(g, a, b, c, |i| {
+                                let v = x[i].to_compute();
+                                if best.is_none_or(|(_, m)| v > m) {
+                                    best = Some((i, v));
+                                }
+                                true
+                            });
+                            hit = best.map(|(i, _)| i);
+                        }
+                        if let Some(i) = hit {
+                            dx[i] = dx[i] + gy;
+                        }
+                    }
+                }
+                PoolType::Sum | PoolType::Avg => {
+                    share.fill(T::Compute::zero());
+                    for &c in &win.w[2] {
+                        let gy = dy[k].to_compute();
+                        k += 1;
+                        let v = match (p.pool_type, win.count(a, b, c)) {
+                            (PoolType::Sum, _) => gy,
+                            (_, 0) => continue,
+                            (_, n) => gy / cast(n as f64),
+                        };
+                        share[c.lo..c.hi].iter_mut().for_each(|s| *s = *s + v);
+                    }
+                    for z0 in a.lo..a.hi {
+                        for z1 in b.lo..b.hi {
+                            let row = &mut dx[(z0 * g.inp[1] + z1) * width..][..width];
+                            row.iter_mut().zip(share.iter()).for_each(|(d, s)| *d = *d + *s);
+                        }
+                    }
+                }
+                PoolType::Lp(pv) => {
+                    for &c in &win.w[2] {
+                        let (yv, gy) = (y[k].to_compute(), dy[k].to_compute());
+                        k += 1;
+                        scan(g, a, b, c, |i| {
+                            let d = if pv == 1 {
+                                T::Compute::one()
+                            } else {
+                                (x[i].to_compute() / yv).powi(pv - 1)
+                            };
+                            dx[i] = dx[i] + gy * d;
+                            true
+                        });
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The geometry of a call and the padding after each of its three axes.
@@ -74,88 +249,6 @@ fn geometry(attrs: &oxnet_core::Attrs, p: &PoolParams, data: &[usize]) -> Result
     let lead = 3 - win.nd();
     after[lead..].copy_from_slice(&win.pad_after);
     Ok((g, after))
-}
-
-fn cast<C: Float>(v: f64) -> C {
-    <C as NumCast>::from(v).unwrap_or_else(C::zero)
-}
-
-fn pool_plane<T: FloatElement>(p: &PoolParams, g: &Geom3, windows: &[Span], x: &[T], y: &mut [T]) {
-    for (s, out) in windows.iter().zip(y.iter_mut()) {
-        let v = match p.pool_type {
-            PoolType::Max => {
-                let mut m = <T::Compute as Float>::min_value();
-                each_in(g, s, |i| m = m.max(x[i].to_compute()));
-                m
-            }
-            PoolType::Sum | PoolType::Avg => {
-                let mut acc = T::Compute::zero();
-                each_in(g, s, |i| acc = acc + x[i].to_compute());
-                if p.pool_type == PoolType::Avg {
-                    if s.count == 0 {
-                        T::Compute::zero()
-                    } else {
-                        acc / cast(s.count as f64)
-                    }
-                } else {
-                    acc
-                }
-            }
-            PoolType::Lp(pv) => {
-                let mut acc = T::Compute::zero();
-                each_in(g, s, |i| acc = acc + x[i].to_compute().powi(pv));
-                match pv {
-                    1 => acc,
-                    2 => acc.sqrt(),
-                    _ => acc.powf(cast::<T::Compute>(1.0 / pv as f64)),
-                }
-            }
-        };
-        *out = T::from_compute(v);
-    }
-}
-
-fn unpool_plane<T: FloatElement>(
-    p: &PoolParams,
-    g: &Geom3,
-    windows: &[Span],
-    x: &[T],
-    y: &[T],
-    dy: &[T],
-    dx: &mut [T::Compute],
-) {
-    for ((s, gy), yv) in windows.iter().zip(dy).zip(y) {
-        let gy = gy.to_compute();
-        match p.pool_type {
-            PoolType::Max => {
-                let mut best: Option<(usize, T::Compute)> = None;
-                each_in(g, s, |i| {
-                    let v = x[i].to_compute();
-                    if best.is_none_or(|(_, b)| v > b) {
-                        best = Some((i, v));
-                    }
-                });
-                if let Some((i, _)) = best {
-                    dx[i] = dx[i] + gy;
-                }
-            }
-            PoolType::Sum => each_in(g, s, |i| dx[i] = dx[i] + gy),
-            PoolType::Avg => {
-                if s.count > 0 {
-                    let share = gy / cast(s.count as f64);
-                    each_in(g, s, |i| dx[i] = dx[i] + share);
-                }
-            }
-            PoolType::Lp(pv) => {
-                // d/dx (sum x^p)^(1/p) = (x / y)^(p-1)
-                let yv = yv.to_compute();
-                each_in(g, s, |i| {
-                    let d = if pv == 1 { T::Compute::one() } else { (x[i].to_compute() / yv).powi(pv - 1) };
-                    dx[i] = dx[i] + gy * d;
-                });
-            }
-        }
-    }
 }
 
 fn forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<()> {
@@ -171,21 +264,34 @@ fn forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<(
 /// The forward pass over channel-first arrays.
 fn forward_first(ctx: &OpContext, p: &PoolParams, inputs: &[NDArray], outputs: &[NDArray]) -> Result<()> {
     let (g, after) = geometry(ctx.attrs, p, inputs[0].shape())?;
-    let windows = spans(&g, &after, p.count_include_pad);
+    let win = Windows::new(&g, &after, p.count_include_pad);
     let (ins, outs) = (g.in_size(), g.out_size());
     oxnet_core::with_float_dtype!(inputs[0].dtype(), T => {
         let x = inputs[0].as_slice::<T>()?;
-        let mut y = vec![T::zero(); oxnet_core::shape::numel(outputs[0].shape())];
-        if outs > 0 && ins > 0 {
+        let run = |y: &mut [T]| {
+            if outs == 0 || ins == 0 {
+                return;
+            }
             let chunk = outs * (x.len() / ins).div_ceil(oxnet_core::parallel::num_threads() * 4).max(1);
-            oxnet_core::parallel::for_each_chunk_mut(&mut y, chunk, |t, ys| {
+            oxnet_core::parallel::for_each_chunk_mut(y, chunk, |t, ys| {
                 let first = t * chunk / outs;
+                let mut acc = vec![<<T as FloatElement>::Compute as Zero>::zero(); g.inp[2]];
                 for (k, plane) in ys.chunks_mut(outs).enumerate() {
-                    pool_plane(p, &g, &windows, &x[(first + k) * ins..][..ins], plane);
+                    let xp = &x[(first + k) * ins..][..ins];
+                    match p.pool_type {
+                        PoolType::Lp(pv) => pool_plane_lp(pv, &g, &win, xp, plane),
+                        _ => pool_plane_rows(p, &g, &win, xp, plane, &mut acc),
+                    }
                 }
             });
+        };
+        if ctx.req[0] == Req::Write && outputs[0].is_contiguous() {
+            run(outputs[0].as_mut_slice::<T>()?);
+        } else {
+            let mut y = vec![T::zero(); oxnet_core::shape::numel(outputs[0].shape())];
+            run(&mut y);
+            store_slice(ctx.req[0], outputs[0].as_mut_slice::<T>()?, &y);
         }
-        store_slice(ctx.req[0], outputs[0].as_mut_slice::<T>()?, &y);
     });
     Ok(())
 }
@@ -206,7 +312,7 @@ fn backward_first(ctx: &OpContext, p: &PoolParams, args: &BackwardArgs, grads: &
     let x = args.inputs[0].as_ref().ok_or_else(missing)?;
     let y = args.outputs[0].as_ref().ok_or_else(missing)?;
     let (g, after) = geometry(ctx.attrs, p, x.shape())?;
-    let windows = spans(&g, &after, p.count_include_pad);
+    let win = Windows::new(&g, &after, p.count_include_pad);
     let (ins, outs) = (g.in_size(), g.out_size());
     oxnet_core::with_float_dtype!(x.dtype(), T => {
         let (xs, ys, dys) = (x.as_slice::<T>()?, y.as_slice::<T>()?, dy.as_slice::<T>()?);
@@ -215,10 +321,11 @@ fn backward_first(ctx: &OpContext, p: &PoolParams, args: &BackwardArgs, grads: &
             let chunk = ins * (xs.len() / ins).div_ceil(oxnet_core::parallel::num_threads() * 4).max(1);
             oxnet_core::parallel::for_each_chunk_mut(&mut dx, chunk, |t, dxs| {
                 let first = t * chunk / ins;
+                let mut share = vec![<<T as FloatElement>::Compute as Zero>::zero(); g.inp[2]];
                 for (k, plane) in dxs.chunks_mut(ins).enumerate() {
                     let n = first + k;
                     let (xp, yp, dyp) = (&xs[n * ins..][..ins], &ys[n * outs..][..outs], &dys[n * outs..][..outs]);
-                    unpool_plane(p, &g, &windows, xp, yp, dyp, plane);
+                    unpool_plane(p, &g, &win, xp, yp, dyp, plane, &mut share);
                 }
             });
         }
