@@ -157,7 +157,8 @@ class Conv1D(_Conv):
 
 class Conv2D(_Conv):
     """2-D convolution over ``(batch, in_channels, height, width)``
-    (layout NCHW; NHWC is accepted but the engine runs channel-first only).
+    (layout NCHW, or NHWC: channels last, weight ``(channels, kh, kw,
+    in_channels / groups)``).
 
     Arguments as :class:`Conv1D`, with ``kernel_size``, ``strides``,
     ``padding`` and ``dilation`` a number or a pair.
@@ -173,8 +174,8 @@ class Conv2D(_Conv):
 
 class Conv3D(_Conv):
     """3-D convolution over ``(batch, in_channels, depth, height, width)``
-    (layout NCDHW; NDHWC is accepted but the engine runs channel-first
-    only). Arguments as :class:`Conv2D`, with triples."""
+    (layout NCDHW, or NDHWC: channels last). Arguments as
+    :class:`Conv2D`, with triples."""
 
     def __init__(self, channels, kernel_size, strides=(1, 1, 1), padding=(0, 0, 0), dilation=(1, 1, 1), groups=1,
                  layout="NCDHW", activation=None, use_bias=True, weight_initializer=None, bias_initializer="zeros",
@@ -200,7 +201,7 @@ class Conv1DTranspose(_Conv):
 
 class Conv2DTranspose(_Conv):
     """Transposed 2-D convolution; arguments as :class:`Conv1DTranspose`
-    with pairs (layout NCHW, or NHWC which the engine does not run yet)."""
+    with pairs (layout NCHW, or NHWC: channels last)."""
 
     def __init__(self, channels, kernel_size, strides=(1, 1), padding=(0, 0), output_padding=(0, 0),
                  dilation=(1, 1), groups=1, layout="NCHW", activation=None, use_bias=True, weight_initializer=None,
@@ -212,7 +213,7 @@ class Conv2DTranspose(_Conv):
 
 class Conv3DTranspose(_Conv):
     """Transposed 3-D convolution; arguments as :class:`Conv1DTranspose`
-    with triples (layout NCDHW, or NDHWC which the engine does not run yet)."""
+    with triples (layout NCDHW, or NDHWC: channels last)."""
 
     def __init__(self, channels, kernel_size, strides=(1, 1, 1), padding=(0, 0, 0), output_padding=(0, 0, 0),
                  dilation=(1, 1, 1), groups=1, layout="NCDHW", activation=None, use_bias=True,
