@@ -2,8 +2,10 @@
 //! the group's filters ([`crate::kernels::matmul`]). Its backward kernel
 //! computes the data gradient as `weightᵀ · out_grad` folded back by
 //! col2im, the weight gradient as `out_grad · colᵀ` summed over images, and
-//! the bias gradient as a sum.
+//! the bias gradient as a sum. Depth-wise convolutions (one channel and
+//! one filter per group) skip im2col: see [`super::depthwise`].
 
+use super::depthwise;
 use super::geometry::Geom3;
 use super::im2col::{col2im_add, im2col};
 use super::layout;
@@ -42,6 +44,12 @@ impl Dims {
     /// Rows of a group's column matrix (its weight matrix's columns).
     fn rows(&self) -> usize {
         self.cg * self.taps
+    }
+
+    /// True when every group is one input channel and one filter: the
+    /// direct depth-wise kernels ([`super::depthwise`]) apply.
+    fn depthwise(&self) -> bool {
+        self.cg == 1 && self.fg == 1
     }
 
     /// True when the column matrix is the input itself (1x1 kernel, stride
@@ -125,6 +133,10 @@ fn forward_typed<T: FloatElement + MatmulScalar>(
     let y = out.as_mut_slice::<T>()?;
     let per_image = p.num_filter * d.g3.out_size();
     let accumulate = req == Req::Add;
+    if d.depthwise() {
+        depthwise::forward(&d.g3, d.c, x, w, bias, y, accumulate);
+        return Ok(());
+    }
     match images_per_task(d.n) {
         // whole images per thread, each product on the calling thread
         Some(per_task) if per_image > 0 => {
@@ -221,6 +233,7 @@ fn backward_typed<T: FloatElement + MatmulScalar>(
         let per_image = d.c * d.g3.in_size();
         let mut dx = vec![<T::Compute as num_traits::Zero>::zero(); xs.len()];
         match per_task {
+            _ if d.depthwise() => depthwise::data_grad(&d.g3, d.c, dys, ws, &mut dx),
             Some(pt) if per_image > 0 => {
                 oxnet_core::parallel::try_for_each_chunk_mut(&mut dx, per_image * pt, |t, chunk| {
                     data_grad_images::<T>(&CpuGemm::single_threaded(), p, &d, dys, ws, t * pt, chunk)
@@ -233,6 +246,9 @@ fn backward_typed<T: FloatElement + MatmulScalar>(
     }
     if ctx.req[1] != Req::Null {
         let dw = match per_task {
+            _ if d.depthwise() => {
+                depthwise::weight_grad(&d.g3, d.n, d.c, dys, xs).into_iter().map(T::from_compute).collect()
+            }
             Some(pt) => {
                 let tasks = d.n.div_ceil(pt);
                 let parts = oxnet_core::parallel::map(tasks, |t| {

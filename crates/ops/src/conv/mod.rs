@@ -8,6 +8,7 @@
 mod convolution;
 mod deconv_params;
 mod deconvolution;
+mod depthwise;
 pub(crate) mod geometry;
 mod im2col;
 pub(crate) mod layout;

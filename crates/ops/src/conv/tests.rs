@@ -146,6 +146,18 @@ fn cases() -> Vec<Case> {
     depthwise.groups = 4;
     depthwise.filters = 8;
     v.push(depthwise);
+    // one channel and one filter per group: the direct depth-wise kernels,
+    // with strides, dilations and padding past the kernel's reach
+    for (spatial, kernel, stride, dilate, pad) in [
+        (&[9][..], &[3][..], &[1][..], &[2][..], &[3][..]),
+        (&[7, 6], &[3, 3], &[2, 1], &[1, 2], &[1, 2]),
+        (&[3, 4, 5], &[2, 3, 2], &[1, 2, 1], &[1, 1, 2], &[1, 0, 1]),
+    ] {
+        let mut direct = c(spatial, kernel, stride, dilate, pad);
+        direct.groups = 4;
+        direct.filters = 4;
+        v.push(direct);
+    }
     v
 }
 
@@ -203,6 +215,8 @@ fn gradients_match_central_differences() {
         small(&[6], &[3], &[2], &[1], &[1], 1, false),
         small(&[4, 5], &[2, 3], &[1, 2], &[2, 1], &[1, 0], 1, false),
         small(&[4, 4], &[3, 3], &[1, 1], &[1, 1], &[1, 1], 2, true),
+        small(&[5, 6], &[3, 2], &[2, 1], &[1, 2], &[2, 1], 2, false),
+        small(&[7], &[3], &[2], &[2], &[2], 2, false),
         small(&[3, 3], &[1, 1], &[1, 1], &[1, 1], &[0, 0], 1, false),
         small(&[3, 3, 3], &[2, 2, 2], &[1, 1, 1], &[1, 1, 1], &[0, 1, 0], 1, false),
     ] {
