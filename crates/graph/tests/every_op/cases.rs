@@ -156,6 +156,7 @@ pub fn cases() -> Vec<Case> {
         case("sigmoid", &[], vec![m(&[2, 3])]),
         case("relu", &[], vec![m(&[2, 3])]),
         case("softrelu", &[], vec![m(&[2, 3])]),
+        case("softsign", &[], vec![m(&[2, 3])]),
         case("gelu", &[], vec![m(&[2, 3])]),
         case("erf", &[], vec![m(&[2, 3])]),
         case("exp", &[], vec![m(&[2, 3])]),

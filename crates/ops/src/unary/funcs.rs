@@ -99,6 +99,7 @@ float_fn!(Sqrt, |x| x.sqrt(), |x| x.sqrt());
 float_fn!(Rsqrt, |x| 1.0 / x.sqrt(), |x| 1.0 / x.sqrt());
 float_fn!(Reciprocal, |x| 1.0 / x, |x| 1.0 / x);
 float_fn!(Softrelu, |x| softrelu_f32(x), |x| x.max(0.0) + (-x.abs()).exp().ln_1p());
+float_fn!(Softsign, |x| x / (1.0 + x.abs()), |x| x / (1.0 + x.abs()));
 float_fn!(Gelu, |x| 0.5 * x * (1.0 + scalar::erf_f32(x * FRAC_1_SQRT_2_F32)), |x| 0.5
     * x
     * (1.0 + libm::erf(x * FRAC_1_SQRT_2)));

@@ -212,6 +212,12 @@ pub(crate) fn register() {
         .grad_rule(rule(|g, _, y, _| fused("_backward_relu", &ReluBackward, g, y, &[]))));
     reg(unary_op("softrelu", "Softplus log(1 + exp(x)), element-wise.", Softrelu)
         .grad_rule(rule(|g, x, _, _| mul(g, &op1("sigmoid", x)?))));
+    reg(unary_op("softsign", "Softsign x / (1 + |x|), element-wise.", Softsign).grad_rule(rule(
+        |g, x, _, _| {
+            let denom = with_scalar("_plus_scalar", &op1("abs", x)?, 1.0)?;
+            op2("elemwise_div", g, &op1("square", &denom)?)
+        },
+    )));
     reg(unary_op("erf", "Gauss error function, element-wise.", Erf).grad_rule(rule(|g, x, _, _| {
         let e = op1("exp", &op1("negative", &op1("square", x)?)?)?;
         mul(g, &with_scalar("_mul_scalar", &e, std::f64::consts::FRAC_2_SQRT_PI)?)

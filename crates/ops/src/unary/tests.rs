@@ -155,6 +155,7 @@ fn relu() {
 #[test]
 fn softrelu() {
     check_op("softrelu", &MIXED, |x| (1.0 + x.exp()).ln());
+    check_op("softsign", &MIXED, |x| x / (1.0 + x.abs()));
     // no overflow for large inputs, no underflow to 0 for very negative ones
     let got = run("softrelu", &arr(&[100.0, -30.0]), &[]);
     assert_all_close("softrelu extremes", &got, &[100.0, (-30.0f64).exp()], 1e-10, 0.0);
