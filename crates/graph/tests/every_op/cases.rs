@@ -157,6 +157,7 @@ pub fn cases() -> Vec<Case> {
         case("relu", &[], vec![m(&[2, 3])]),
         case("softrelu", &[], vec![m(&[2, 3])]),
         case("softsign", &[], vec![m(&[2, 3])]),
+        case("hard_sigmoid", &[("alpha", "0.3")], vec![m(&[2, 3])]),
         case("gelu", &[], vec![m(&[2, 3])]),
         case("erf", &[], vec![m(&[2, 3])]),
         case("exp", &[], vec![m(&[2, 3])]),

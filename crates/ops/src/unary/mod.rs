@@ -15,6 +15,7 @@
 //! own gradients are again composed of operators.
 
 pub(crate) mod funcs;
+mod hard_sigmoid;
 pub(crate) mod kernel;
 mod maths;
 #[cfg(test)]
@@ -176,6 +177,7 @@ fn fused<K: BinaryFn>(
 pub(crate) fn register() {
     maths::register();
     rounding::register();
+    hard_sigmoid::register();
     let reg = |def: OpDef| {
         registry::register(def);
     };

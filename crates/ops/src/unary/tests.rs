@@ -156,6 +156,10 @@ fn relu() {
 fn softrelu() {
     check_op("softrelu", &MIXED, |x| (1.0 + x.exp()).ln());
     check_op("softsign", &MIXED, |x| x / (1.0 + x.abs()));
+    // hard_sigmoid: 0.2 x + 0.5 clipped to [0, 1] (points away from the kinks at ±2.5)
+    check_op("hard_sigmoid", &[-3.4, -2.2, -0.3, 0.4, 2.1, 3.6], |x| (0.2 * x + 0.5).clamp(0.0, 1.0));
+    let got = run("hard_sigmoid", &arr(&[-1.0, 0.0, 1.0]), &[("alpha", 0.5.into()), ("beta", 0.25.into())]);
+    assert_eq!(got, vec![0.0, 0.25, 0.75]);
     // no overflow for large inputs, no underflow to 0 for very negative ones
     let got = run("softrelu", &arr(&[100.0, -30.0]), &[]);
     assert_all_close("softrelu extremes", &got, &[100.0, (-30.0f64).exp()], 1e-10, 0.0);
