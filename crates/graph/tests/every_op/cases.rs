@@ -188,6 +188,7 @@ pub fn cases() -> Vec<Case> {
         case("radians", &[], vec![m(&[2, 3])]),
         // zero gradient by definition
         case("sign", &[], vec![m(&[2, 3])]),
+        case("logical_not", &[], vec![m(&[2, 3])]),
         case("floor", &[], vec![m(&[2, 3])]),
         case("ceil", &[], vec![m(&[2, 3])]),
         case("round", &[], vec![m(&[2, 3])]),

@@ -187,6 +187,16 @@ pub(crate) fn register() {
     reg(unary_op("abs", "Absolute value |x|, element-wise.", Abs)
         .grad_rule(rule(|g, x, _, _| mul(g, &op1("sign", x)?))));
     reg(unary_op("sign", "Sign of x (-1, 0 or 1), element-wise.", Sign).zero_grad());
+    reg(OpDef::new("logical_not")
+        .doc("Logical not: 1 where x is 0, else 0, element-wise, in the input's dtype (zero gradient).")
+        .forward(|ctx, ins, outs| match (ins, outs) {
+            ([x], [out]) => {
+                let y = with_scalar("_equal_scalar", x, 0.0)?;
+                oxnet_core::store::store(ctx.req[0], out, &y)
+            }
+            _ => Err(Error::Invalid("logical_not takes one input and one output".into())),
+        })
+        .zero_grad());
     reg(unary_op("exp", "Exponential e^x, element-wise.", Exp).grad_rule(rule(|g, _, y, _| mul(g, y))));
     reg(unary_op("log", "Natural logarithm, element-wise.", Log)
         .grad_rule(rule(|g, x, _, _| op2("elemwise_div", g, x))));

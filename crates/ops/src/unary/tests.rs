@@ -156,6 +156,10 @@ fn relu() {
 fn softrelu() {
     check_op("softrelu", &MIXED, |x| (1.0 + x.exp()).ln());
     check_op("softsign", &MIXED, |x| x / (1.0 + x.abs()));
+    assert_eq!(run("logical_not", &arr(&[-2.0, 0.0, 0.5, 0.0]), &[]), vec![0.0, 1.0, 0.0, 1.0]);
+    let ints = arr(&[0.0, 3.0]).astype(DType::I32).unwrap();
+    let not = invoke1("logical_not", &[&ints], &[]).unwrap();
+    assert_eq!((not.dtype(), not.to_vec::<i32>().unwrap()), (DType::I32, vec![1, 0]));
     // hard_sigmoid: 0.2 x + 0.5 clipped to [0, 1] (points away from the kinks at ±2.5)
     check_op("hard_sigmoid", &[-3.4, -2.2, -0.3, 0.4, 2.1, 3.6], |x| (0.2 * x + 0.5).clamp(0.0, 1.0));
     let got = run("hard_sigmoid", &arr(&[-1.0, 0.0, 1.0]), &[("alpha", 0.5.into()), ("beta", 0.25.into())]);
