@@ -45,6 +45,19 @@ fn index_array(k: &Bound<'_, PyAny>, tuples_too: bool) -> PyResult<Option<NDArra
     Ok(None)
 }
 
+/// A Python slice's start, stop and step (each `None` when unset).
+pub(crate) fn slice_spec(s: &Bound<'_, PySlice>) -> PyResult<SliceSpec> {
+    let part = |name: &str| -> PyResult<Option<i64>> {
+        let v = s.getattr(name)?;
+        if v.is_none() {
+            Ok(None)
+        } else {
+            v.extract().map(Some)
+        }
+    };
+    Ok(SliceSpec { begin: part("start")?, end: part("stop")?, step: part("step")? })
+}
+
 /// Whether `k` is one integer: a Python int, or a numpy integer (also a
 /// 0-d integer array), as numpy reads them in keys.
 pub(crate) fn is_integer(k: &Bound<'_, PyAny>) -> PyResult<bool> {
@@ -70,15 +83,7 @@ pub(crate) fn parts(key: &Bound<'_, PyAny>) -> PyResult<Option<Vec<Part>>> {
         let part = if is_integer(&k)? {
             Part::Int(k.extract()?)
         } else if let Ok(s) = k.cast::<PySlice>() {
-            let part = |name: &str| -> PyResult<Option<i64>> {
-                let v = s.getattr(name)?;
-                if v.is_none() {
-                    Ok(None)
-                } else {
-                    v.extract().map(Some)
-                }
-            };
-            Part::Slice(SliceSpec { begin: part("start")?, end: part("stop")?, step: part("step")? })
+            Part::Slice(slice_spec(s)?)
         } else if k.is_instance_of::<PyEllipsis>() {
             Part::Ellipsis
         } else if k.is_none() {

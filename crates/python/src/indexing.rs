@@ -30,15 +30,7 @@ fn entries(key: &Bound<'_, PyAny>) -> PyResult<Vec<Entry>> {
             if crate::advanced_index::is_integer(k)? {
                 Ok(Entry::Int(k.extract()?))
             } else if let Ok(s) = k.cast::<PySlice>() {
-                let part = |name: &str| -> PyResult<Option<i64>> {
-                    let v = s.getattr(name)?;
-                    if v.is_none() {
-                        Ok(None)
-                    } else {
-                        v.extract().map(Some)
-                    }
-                };
-                Ok(Entry::Slice(SliceSpec { begin: part("start")?, end: part("stop")?, step: part("step")? }))
+                Ok(Entry::Slice(crate::advanced_index::slice_spec(s)?))
             } else if k.is_instance_of::<PyEllipsis>() {
                 Ok(Entry::Ellipsis)
             } else if k.is_none() {

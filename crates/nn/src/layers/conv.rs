@@ -2,7 +2,6 @@
 //! transposed forms (Gluon's `Conv1D`/`Conv2D`/`Conv3D` and
 //! `Conv1DTranspose`/`Conv2DTranspose`/`Conv3DTranspose`).
 
-use super::custom::infer_param_shapes;
 use super::{Activation, OpCall};
 use crate::block::{in_block, single_input, Block};
 use crate::init::Zero;
@@ -270,15 +269,7 @@ impl Conv {
     }
 
     fn run(&self, x: &NDArray) -> Result<NDArray> {
-        let call = self.op()?;
-        let mut params = vec![&self.weight];
-        params.extend(self.bias.as_ref());
-        infer_param_shapes(&call.op, &call.attrs, &[x], &params, self.name())?;
-        let w = self.weight.data()?;
-        let b = self.bias.as_ref().map(Parameter::data).transpose()?;
-        let mut inputs = vec![x, &w];
-        inputs.extend(b.as_ref());
-        let y = call.call1(&inputs)?;
+        let y = self.op()?.call_weighted(x, &self.weight, self.bias.as_ref(), self.name())?;
         match &self.activation {
             Some(act) => act.apply(&y),
             None => Ok(y),

@@ -1,6 +1,5 @@
 //! [`Dense`]: a fully connected layer, `activation(x · weightᵀ + bias)`.
 
-use super::custom::infer_param_shapes;
 use super::{Activation, OpCall};
 use crate::block::{in_block, single_input, Block};
 use crate::init::Zero;
@@ -139,15 +138,7 @@ impl Dense {
     }
 
     fn run(&self, x: &NDArray) -> Result<NDArray> {
-        let fc = self.op()?;
-        let mut params = vec![&self.weight];
-        params.extend(self.bias.as_ref());
-        infer_param_shapes(&fc.op, &fc.attrs, &[x], &params, self.name())?;
-        let w = self.weight.data()?;
-        let b = self.bias.as_ref().map(Parameter::data).transpose()?;
-        let mut inputs = vec![x, &w];
-        inputs.extend(b.as_ref());
-        let y = fc.call1(&inputs)?;
+        let y = self.op()?.call_weighted(x, &self.weight, self.bias.as_ref(), self.name())?;
         match &self.activation {
             Some(act) => act.apply(&y),
             None => Ok(y),

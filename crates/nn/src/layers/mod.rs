@@ -61,6 +61,26 @@ impl OpCall {
         oxnet_core::invoke_op(&self.op, inputs, &self.attrs)
     }
 
+    /// The first output of the call on `x`, `weight` and (if any) `bias`,
+    /// the parameters' unknown dimensions first inferred from `x` (block
+    /// `block` is named in errors).
+    pub(crate) fn call_weighted(
+        &self,
+        x: &NDArray,
+        weight: &crate::parameter::Parameter,
+        bias: Option<&crate::parameter::Parameter>,
+        block: &str,
+    ) -> Result<NDArray> {
+        let mut params = vec![weight];
+        params.extend(bias);
+        infer_param_shapes(&self.op, &self.attrs, &[x], &params, block)?;
+        let w = weight.data()?;
+        let b = bias.map(crate::parameter::Parameter::data).transpose()?;
+        let mut inputs = vec![x, &w];
+        inputs.extend(b.as_ref());
+        self.call1(&inputs)
+    }
+
     pub(crate) fn call1(&self, inputs: &[&NDArray]) -> Result<NDArray> {
         let mut outs = self.call(inputs)?;
         if outs.is_empty() {
