@@ -208,10 +208,15 @@ unsafe fn piece<T, S, const K: usize, const MODE: u8>(
     S: FloatElement<Compute = T::Compute>,
 {
     #[cfg(target_arch = "x86_64")]
-    if crate::kernels::simd_math::avx2_fma_enabled() {
-        // SAFETY: the CPU supports AVX2 and FMA (checked at run time); the
-        // rest is the caller's contract.
-        return piece_avx2::<T, S, K, MODE>(ptrs, start, len, f);
+    {
+        use crate::kernels::simd_math::{simd_level, SimdLevel};
+        match simd_level() {
+            // SAFETY: simd_level() never exceeds what the CPU supports; the
+            // rest is the caller's contract.
+            SimdLevel::Avx512 => return piece_avx512::<T, S, K, MODE>(ptrs, start, len, f),
+            SimdLevel::Avx2Fma => return piece_avx2::<T, S, K, MODE>(ptrs, start, len, f),
+            SimdLevel::Plain => {}
+        }
     }
     piece_slices::<T, S, K, MODE>(ptrs, start, len, f)
 }
@@ -226,6 +231,27 @@ unsafe fn piece<T, S, const K: usize, const MODE: u8>(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn piece_avx2<T, S, const K: usize, const MODE: u8>(
+    ptrs: Ptrs<K>,
+    start: usize,
+    len: usize,
+    f: &(impl Fn(T::Compute, T::Compute, &mut [T::Compute; K]) -> T::Compute + Copy),
+) where
+    T: FloatElement,
+    S: FloatElement<Compute = T::Compute>,
+{
+    piece_slices::<T, S, K, MODE>(ptrs, start, len, f)
+}
+
+/// [`piece_slices`] built for AVX-512 (16 floats per instruction, masked
+/// loop tails); the same bits as the plain and AVX2 builds, for the same
+/// reason.
+///
+/// # Safety
+/// As for [`piece`]; besides, the CPU must support AVX-512 F/BW/DQ/VL,
+/// AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+unsafe fn piece_avx512<T, S, const K: usize, const MODE: u8>(
     ptrs: Ptrs<K>,
     start: usize,
     len: usize,
@@ -307,5 +333,117 @@ fn slices<T, S, const K: usize, const MODE: u8, const SAME: bool>(
                 _ => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::simd_math::SimdLevel;
+    use half::{bf16, f16};
+
+    /// An Adam-like rule with clipping, a square root, a division and a
+    /// sign: every kind of operation the real rules use.
+    #[inline(always)]
+    fn rule<C: Float>(w: C, g: C, s: &mut [C; 2]) -> C {
+        let (b1, b2, lr, eps) = (cst::<C>(0.9), cst::<C>(0.999), cst::<C>(0.01), cst::<C>(1e-8));
+        let g = rescaled(g, cst(0.5), cst(3.0)) + cst::<C>(1e-4) * w;
+        s[0] = b1 * s[0] + (C::one() - b1) * g;
+        s[1] = b2 * s[1] + (C::one() - b2) * g * g;
+        w - lr * s[0] / (s[1].sqrt() + eps) - sign(w) * cst(1e-5)
+    }
+
+    /// Runs one piece of `len` elements at `level` with output mode `MODE`
+    /// (the weight updated in place when `same`); returns the output and
+    /// the two states as f64 bits, or `None` when the CPU lacks the level.
+    fn run<T: FloatElement, S: FloatElement<Compute = T::Compute>, const MODE: u8>(
+        level: SimdLevel,
+        len: usize,
+        same: bool,
+    ) -> Option<Vec<u64>> {
+        if !level.is_supported() {
+            return None;
+        }
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 11) as f64 / (1u64 << 53) as f64 * 8.0 - 4.0
+        };
+        let conv = |x: f64| cst::<T::Compute>(x);
+        let w: Vec<T> = (0..len).map(|_| T::from_compute(conv(next()))).collect();
+        let g: Vec<T> =
+            (0..len).map(|i| T::from_compute(conv(if i % 7 == 3 { 0.0 } else { next() }))).collect();
+        let mut s0: Vec<S> = (0..len).map(|_| S::from_compute(conv(next() * 0.1))).collect();
+        let mut s1: Vec<S> = (0..len).map(|_| S::from_compute(conv(next().abs()))).collect();
+        let mut o: Vec<T> =
+            if same { w.clone() } else { (0..len).map(|_| T::from_compute(conv(next()))).collect() };
+        let ptrs = Ptrs {
+            weight: if same { o.as_mut_ptr() as usize } else { w.as_ptr() as usize },
+            grad: g.as_ptr() as usize,
+            states: [s0.as_mut_ptr() as usize, s1.as_mut_ptr() as usize],
+            out: o.as_mut_ptr() as usize,
+        };
+        let f = |w, g, s: &mut [T::Compute; 2]| rule(w, g, s);
+        // SAFETY: every buffer holds `len` elements and only the weight and
+        // the output may be one buffer; each level is checked above.
+        unsafe {
+            match level {
+                SimdLevel::Plain => piece_slices::<T, S, 2, MODE>(ptrs, 0, len, &f),
+                #[cfg(target_arch = "x86_64")]
+                SimdLevel::Avx2Fma => piece_avx2::<T, S, 2, MODE>(ptrs, 0, len, &f),
+                #[cfg(target_arch = "x86_64")]
+                SimdLevel::Avx512 => piece_avx512::<T, S, 2, MODE>(ptrs, 0, len, &f),
+                #[cfg(not(target_arch = "x86_64"))]
+                _ => return None,
+            }
+        }
+        let bits = |v: T::Compute| num_traits::ToPrimitive::to_f64(&v).unwrap().to_bits();
+        Some(
+            o.iter()
+                .map(|v| bits(v.to_compute()))
+                .chain(s0.iter().map(|v| bits(v.to_compute())))
+                .chain(s1.iter().map(|v| bits(v.to_compute())))
+                .collect(),
+        )
+    }
+
+    fn levels_agree<T: FloatElement, S: FloatElement<Compute = T::Compute>>(what: &str) {
+        for len in [1, 15, 16, 17, 63, 1000] {
+            for same in [false, true] {
+                let plain = [
+                    run::<T, S, 0>(SimdLevel::Plain, len, same),
+                    run::<T, S, 1>(SimdLevel::Plain, len, same),
+                    run::<T, S, 2>(SimdLevel::Plain, len, same),
+                ];
+                for level in [SimdLevel::Avx2Fma, SimdLevel::Avx512] {
+                    let got = [
+                        run::<T, S, 0>(level, len, same),
+                        run::<T, S, 1>(level, len, same),
+                        run::<T, S, 2>(level, len, same),
+                    ];
+                    for (mode, (p, g)) in plain.iter().zip(&got).enumerate() {
+                        if let Some(g) = g {
+                            assert_eq!(
+                                p.as_ref().unwrap(),
+                                g,
+                                "{what} {level} len {len} same {same} mode {mode}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every build the CPU supports updates bit for bit as the plain build.
+    #[test]
+    fn simd_levels_agree() {
+        levels_agree::<f32, f32>("f32");
+        levels_agree::<f64, f64>("f64");
+        levels_agree::<f16, f16>("f16");
+        levels_agree::<f16, f32>("f16 with f32 states");
+        levels_agree::<bf16, bf16>("bf16");
     }
 }

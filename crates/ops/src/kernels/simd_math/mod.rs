@@ -9,13 +9,26 @@
 //! are `#[inline(always)]`, so a plain loop over a slice compiles to SIMD code.
 //!
 //! The slice entry points (`exp_f32`, `sigmoid_f32_inplace`, `map_f32`, ...)
-//! run that loop inside a function compiled with
-//! `#[target_feature(enable = "avx2,fma")]` when the CPU has both features
-//! (checked once, cached in a static), so the loop becomes 8-lane AVX2 code
-//! with hardware FMA; otherwise a plain build of the same loop runs. Since the
-//! kernels use `mul_add` (a correctly rounded fused multiply-add) and no
-//! reassociation, both paths return bit-identical results, equal to calling the
-//! scalar function on each element. Slices of at least 32K elements are split
+//! run that loop inside one of three builds of the same code, picked by the
+//! process-wide [`SimdLevel`] ([`simd_level`], detected once and cached):
+//! - `Avx512`: compiled with
+//!   `#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]`,
+//!   16-lane code with hardware FMA and masked tails, when the CPU has all of
+//!   those;
+//! - `Avx2Fma`: compiled with `#[target_feature(enable = "avx2,fma")]`, 8-lane
+//!   code with hardware FMA, when the CPU has AVX2 and FMA;
+//! - `Plain`: the baseline build (SSE2 on x86_64, software `mul_add` there),
+//!   and the only one on other targets.
+//!
+//! The environment variable `OXNET_SIMD` (`plain`, `avx2` or `avx512`), read
+//! once at the first call, lowers the level (for tests and benchmarks; it
+//! never raises it above what the CPU has), and [`set_simd_level`] changes it
+//! at run time. Since the kernels use `mul_add` (a correctly rounded fused
+//! multiply-add) and no reassociation, all builds return bit-identical
+//! results, equal to calling the scalar function on each element (the tests
+//! compare every build the CPU has with the plain one). The reductions
+//! (`reduce`) and the optimizer update loop (`optimizer`) have the same three
+//! builds, chosen by the same level. Slices of at least 32K elements are split
 //! into 16K-element chunks and spread over the engine's pool
 //! ([`oxnet_core::parallel`]); shorter ones run on the calling thread.
 //!
@@ -68,35 +81,145 @@ impl Elem for f64 {
     const PAR_CHUNK: usize = 4 * 1024;
 }
 
-/// True when the slice kernels run their AVX2+FMA build on this CPU
-/// (detected on first use and cached; always false off x86_64).
-#[inline]
-pub fn avx2_fma_enabled() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::sync::atomic::{AtomicU8, Ordering};
-        // 0: not yet detected, 1: unavailable, 2: available.
-        static STATE: AtomicU8 = AtomicU8::new(0);
-        match STATE.load(Ordering::Relaxed) {
-            1 => false,
-            2 => true,
-            _ => {
-                let ok =
-                    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma");
-                STATE.store(if ok { 2 } else { 1 }, Ordering::Relaxed);
-                ok
+/// The instruction-set level the vectorised loops of oxnet-ops are built for.
+///
+/// Every loop that has per-level builds (the slice kernels of this module,
+/// the reduction rows in `reduce`, the optimizer update loop) exists as a
+/// plain build (the baseline target, SSE2 on x86_64), an AVX2+FMA build and
+/// an AVX-512 build. [`simd_level`] picks one for the whole process. All
+/// builds return bit-identical results: the loops use `mul_add` (a correctly
+/// rounded fused multiply-add, whatever the instruction set) and no
+/// reassociation, so a wider build only evaluates more elements at once.
+///
+/// The variants are ordered: `Plain < Avx2Fma < Avx512`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SimdLevel {
+    /// The baseline build (SSE2 on x86_64; the only level on other targets).
+    Plain,
+    /// Built with `avx2,fma`: 8 `f32` lanes per instruction.
+    Avx2Fma,
+    /// Built with `avx512f,avx512bw,avx512dq,avx512vl,avx2,fma`: 16 `f32`
+    /// lanes per instruction, masked loop tails.
+    Avx512,
+}
+
+impl SimdLevel {
+    /// All levels, lowest first.
+    pub const ALL: [SimdLevel; 3] = [SimdLevel::Plain, SimdLevel::Avx2Fma, SimdLevel::Avx512];
+
+    /// The highest level this CPU supports (detected on each call; see
+    /// [`simd_level`] for the cached choice).
+    pub fn best_supported() -> SimdLevel {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            let avx2 = has!("avx2") && has!("fma");
+            if avx2 && has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl") {
+                return SimdLevel::Avx512;
+            }
+            if avx2 {
+                return SimdLevel::Avx2Fma;
             }
         }
+        SimdLevel::Plain
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
+
+    /// True when this CPU can run the builds of this level.
+    pub fn is_supported(self) -> bool {
+        self <= SimdLevel::best_supported()
     }
+
+    /// The level's name as `OXNET_SIMD` spells it: `plain`, `avx2` or `avx512`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SimdLevel::Plain => "plain",
+            SimdLevel::Avx2Fma => "avx2",
+            SimdLevel::Avx512 => "avx512",
+        }
+    }
+
+    /// Parses an `OXNET_SIMD` value (`plain`, `avx2` or `avx512`, any case,
+    /// surrounding spaces ignored); `None` for anything else.
+    pub fn parse(s: &str) -> Option<SimdLevel> {
+        let s = s.trim();
+        SimdLevel::ALL.into_iter().find(|l| l.name().eq_ignore_ascii_case(s))
+    }
+
+    fn code(self) -> u8 {
+        match self {
+            SimdLevel::Plain => 1,
+            SimdLevel::Avx2Fma => 2,
+            SimdLevel::Avx512 => 3,
+        }
+    }
+}
+
+impl std::fmt::Display for SimdLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The chosen level: 0 while not yet chosen, else `SimdLevel::code`.
+static LEVEL: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// The level the vectorised loops run at in this process.
+///
+/// Chosen on first use and cached: the highest level the CPU supports
+/// ([`SimdLevel::best_supported`]), lowered to the value of the environment
+/// variable `OXNET_SIMD` (`plain`, `avx2` or `avx512`) when it is set. The
+/// variable can only lower the level (asking for a level the CPU lacks gives
+/// the best one it has); other values are ignored. It is read once, at the
+/// first call; [`set_simd_level`] changes the level later.
+#[inline]
+pub fn simd_level() -> SimdLevel {
+    match LEVEL.load(std::sync::atomic::Ordering::Relaxed) {
+        1 => SimdLevel::Plain,
+        2 => SimdLevel::Avx2Fma,
+        3 => SimdLevel::Avx512,
+        _ => detect_level(),
+    }
+}
+
+#[cold]
+fn detect_level() -> SimdLevel {
+    let best = SimdLevel::best_supported();
+    let asked = std::env::var("OXNET_SIMD").ok().and_then(|v| SimdLevel::parse(&v));
+    let level = asked.map_or(best, |a| a.min(best));
+    LEVEL.store(level.code(), std::sync::atomic::Ordering::Relaxed);
+    level
+}
+
+/// Sets the level of [`simd_level`] for the whole process (for benchmarks
+/// and tests comparing levels), lowered to the best one the CPU supports;
+/// returns the level now in force.
+///
+/// Switching while other threads run kernels is safe: every level gives the
+/// same bits, and no level above the CPU's is ever chosen.
+pub fn set_simd_level(level: SimdLevel) -> SimdLevel {
+    let level = level.min(SimdLevel::best_supported());
+    LEVEL.store(level.code(), std::sync::atomic::Ordering::Relaxed);
+    level
+}
+
+/// True when the loops run an AVX2+FMA or wider build on this CPU
+/// (`simd_level() >= SimdLevel::Avx2Fma`; always false off x86_64).
+#[inline]
+pub fn avx2_fma_enabled() -> bool {
+    simd_level() >= SimdLevel::Avx2Fma
+}
+
+/// True when the loops run their AVX-512 build
+/// (`simd_level() == SimdLevel::Avx512`; always false off x86_64).
+#[inline]
+pub fn avx512_enabled() -> bool {
+    simd_level() == SimdLevel::Avx512
 }
 
 // ---------------------------------------------------------------------------
 // Loops. Each has a plain body (`*_loop`, inlined everywhere), an AVX2+FMA
-// build (`*_avx2`) and a serial dispatcher (`*_serial`).
+// build (`*_avx2`), an AVX-512 build (`*_avx512`) and a serial dispatcher
+// (`*_serial`) that picks one by `simd_level()`.
 
 #[inline(always)]
 fn unary_loop<T: Copy, F: Fn(T) -> T>(x: &[T], out: &mut [T], f: &F) {
@@ -137,12 +260,32 @@ unsafe fn binary_avx2<T: Copy, F: Fn(T, T) -> T>(a: &[T], b: &[T], out: &mut [T]
     binary_loop(a, b, out, f)
 }
 
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+unsafe fn unary_avx512<T: Copy, F: Fn(T) -> T>(x: &[T], out: &mut [T], f: &F) {
+    unary_loop(x, out, f)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+unsafe fn inplace_avx512<T: Copy, F: Fn(T) -> T>(x: &mut [T], f: &F) {
+    inplace_loop(x, f)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+unsafe fn binary_avx512<T: Copy, F: Fn(T, T) -> T>(a: &[T], b: &[T], out: &mut [T], f: &F) {
+    binary_loop(a, b, out, f)
+}
+
 #[inline(always)]
 fn unary_serial<T: Copy, F: Fn(T) -> T>(x: &[T], out: &mut [T], f: &F) {
     #[cfg(target_arch = "x86_64")]
-    if avx2_fma_enabled() {
-        // SAFETY: the CPU supports AVX2 and FMA (checked at run time).
-        return unsafe { unary_avx2(x, out, f) };
+    match simd_level() {
+        // SAFETY: simd_level() never exceeds what the CPU supports.
+        SimdLevel::Avx512 => return unsafe { unary_avx512(x, out, f) },
+        SimdLevel::Avx2Fma => return unsafe { unary_avx2(x, out, f) },
+        SimdLevel::Plain => {}
     }
     unary_loop(x, out, f)
 }
@@ -150,9 +293,11 @@ fn unary_serial<T: Copy, F: Fn(T) -> T>(x: &[T], out: &mut [T], f: &F) {
 #[inline(always)]
 fn inplace_serial<T: Copy, F: Fn(T) -> T>(x: &mut [T], f: &F) {
     #[cfg(target_arch = "x86_64")]
-    if avx2_fma_enabled() {
-        // SAFETY: the CPU supports AVX2 and FMA (checked at run time).
-        return unsafe { inplace_avx2(x, f) };
+    match simd_level() {
+        // SAFETY: simd_level() never exceeds what the CPU supports.
+        SimdLevel::Avx512 => return unsafe { inplace_avx512(x, f) },
+        SimdLevel::Avx2Fma => return unsafe { inplace_avx2(x, f) },
+        SimdLevel::Plain => {}
     }
     inplace_loop(x, f)
 }
@@ -160,9 +305,11 @@ fn inplace_serial<T: Copy, F: Fn(T) -> T>(x: &mut [T], f: &F) {
 #[inline(always)]
 fn binary_serial<T: Copy, F: Fn(T, T) -> T>(a: &[T], b: &[T], out: &mut [T], f: &F) {
     #[cfg(target_arch = "x86_64")]
-    if avx2_fma_enabled() {
-        // SAFETY: the CPU supports AVX2 and FMA (checked at run time).
-        return unsafe { binary_avx2(a, b, out, f) };
+    match simd_level() {
+        // SAFETY: simd_level() never exceeds what the CPU supports.
+        SimdLevel::Avx512 => return unsafe { binary_avx512(a, b, out, f) },
+        SimdLevel::Avx2Fma => return unsafe { binary_avx2(a, b, out, f) },
+        SimdLevel::Plain => {}
     }
     binary_loop(a, b, out, f)
 }
@@ -229,8 +376,8 @@ macro_rules! slice_fns {
 }
 
 slice_fns! {
-    "Vectorised (AVX2+FMA when the CPU has it) and split over the pool for long \
-     slices; bit-identical to the scalar kernel. See the [module docs](self) \
+    "Vectorised (AVX-512 or AVX2+FMA when the CPU has it, see [`simd_level`]) and \
+     split over the pool for long slices; bit-identical to the scalar kernel. See the [module docs](self) \
      for accuracy.";
     exp_f32, exp_f32_inplace, f32, exp_f32, "exponential `e^x`";
     log_f32, log_f32_inplace, f32, log_f32, "natural logarithm";
@@ -255,7 +402,8 @@ slice_fns! {
 
 /// Apply `f` to every element: `out[i] = f(x[i])`.
 ///
-/// `f` is inlined into the same AVX2+FMA / parallel loop as the built-in
+/// `f` is inlined into the same per-level (AVX-512, AVX2+FMA or plain) and
+/// parallel loop as the built-in
 /// functions, so a branch-free `f` (for example one composed from the
 /// [`scalar`] kernels) is vectorised too. `f` may run on several threads.
 ///

@@ -333,23 +333,119 @@ fn slices_match_scalar() {
     }
 }
 
-/// The AVX2+FMA build and the plain build of the loops agree bit for bit.
+/// Runs the unary, in-place and binary loops of `level` (`None` when the
+/// CPU lacks it), so each build can be compared with the plain one.
+/// `f` is a function item (not a pointer), so each build inlines and
+/// vectorises it.
+fn run_level<F: Fn(f32) -> f32 + Copy>(
+    level: SimdLevel,
+    x: &[f32],
+    f: F,
+) -> Option<(Vec<f32>, Vec<f32>, Vec<f32>)> {
+    if !level.is_supported() {
+        return None;
+    }
+    let mut out = vec![0.0f32; x.len()];
+    let mut inp = x.to_vec();
+    let mut bin = vec![0.0f32; x.len()];
+    let g = |u: f32, v: f32| f(u).mul_add(v, -u);
+    let y: Vec<f32> = x.iter().rev().copied().collect();
+    match level {
+        SimdLevel::Plain => {
+            unary_loop(x, &mut out, &f);
+            inplace_loop(&mut inp, &f);
+            binary_loop(x, &y, &mut bin, &g);
+        }
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2Fma => {
+            // SAFETY: the CPU supports AVX2 and FMA (checked above).
+            unsafe {
+                unary_avx2(x, &mut out, &f);
+                inplace_avx2(&mut inp, &f);
+                binary_avx2(x, &y, &mut bin, &g);
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx512 => {
+            // SAFETY: the CPU supports the AVX-512 subsets (checked above).
+            unsafe {
+                unary_avx512(x, &mut out, &f);
+                inplace_avx512(&mut inp, &f);
+                binary_avx512(x, &y, &mut bin, &g);
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        _ => return None,
+    }
+    Some((out, inp, bin))
+}
+
+/// Every build the CPU supports (plain, AVX2+FMA, AVX-512) gives the same
+/// bits as the plain build, for every kernel, on edge values, random bit
+/// patterns and lengths with loop tails of every size.
 #[test]
 fn dispatch_paths_agree() {
-    #[cfg(target_arch = "x86_64")]
-    if avx2_fma_enabled() {
-        let x = mixed_input(4099, 99);
-        for (name, _, _, scalar_fn) in F32_FNS {
-            let mut plain = vec![0.0f32; x.len()];
-            let mut simd = vec![0.0f32; x.len()];
-            unary_loop(&x, &mut plain, &scalar_fn);
-            // SAFETY: AVX2 and FMA were detected.
-            unsafe { unary_avx2(&x, &mut simd, &scalar_fn) };
-            for i in 0..x.len() {
-                assert!(same(plain[i], simd[i]), "{name}({:e})", x[i]);
+    fn check<F: Fn(f32) -> f32 + Copy>(name: &str, f: F, levels_run: &mut Vec<SimdLevel>) {
+        for len in [4099, 1, 7, 15, 17, 33, 100] {
+            let x = mixed_input(len, 99 + len as u64);
+            let plain = run_level(SimdLevel::Plain, &x, f).unwrap();
+            for level in [SimdLevel::Avx2Fma, SimdLevel::Avx512] {
+                let Some(got) = run_level(level, &x, f) else { continue };
+                if !levels_run.contains(&level) {
+                    levels_run.push(level);
+                }
+                for i in 0..x.len() {
+                    assert!(same(plain.0[i], got.0[i]), "{level} {name}({:e})", x[i]);
+                    assert!(same(plain.1[i], got.1[i]), "{level} {name} in place ({:e})", x[i]);
+                    assert!(same(plain.2[i], got.2[i]), "{level} {name} binary ({:e})", x[i]);
+                }
             }
         }
     }
+    let mut levels_run = vec![];
+    check("exp", scalar::exp_f32, &mut levels_run);
+    check("log", scalar::log_f32, &mut levels_run);
+    check("tanh", scalar::tanh_f32, &mut levels_run);
+    check("sigmoid", scalar::sigmoid_f32, &mut levels_run);
+    check("erf", scalar::erf_f32, &mut levels_run);
+    check("sin", scalar::sin_f32, &mut levels_run);
+    check("cos", scalar::cos_f32, &mut levels_run);
+    check("sigmoid grad", |y: f32| y * (1.0 - y), &mut levels_run);
+    println!("levels compared with plain: {levels_run:?} (best supported: {})", SimdLevel::best_supported());
+}
+
+/// Every level, run through the public entry points after `set_simd_level`,
+/// gives the scalar results (restores the level afterwards).
+#[test]
+fn set_level_entry_points_agree() {
+    let before = simd_level();
+    let x = mixed_input(40_000, 7);
+    for level in SimdLevel::ALL {
+        let now = set_simd_level(level);
+        assert!(now <= level && now.is_supported());
+        for (name, slice_fn, _, scalar_fn) in F32_FNS {
+            let mut out = vec![0.0f32; x.len()];
+            slice_fn(&x, &mut out);
+            for i in (0..x.len()).step_by(3) {
+                assert!(same(out[i], scalar_fn(x[i])), "{now} {name}({:e})", x[i]);
+            }
+        }
+    }
+    set_simd_level(before);
+}
+
+#[test]
+fn level_names_and_order() {
+    for level in SimdLevel::ALL {
+        assert_eq!(SimdLevel::parse(level.name()), Some(level));
+        assert_eq!(level.to_string(), level.name());
+    }
+    assert_eq!(SimdLevel::parse(" AVX512 "), Some(SimdLevel::Avx512));
+    assert_eq!(SimdLevel::parse("sse"), None);
+    assert!(SimdLevel::Plain < SimdLevel::Avx2Fma && SimdLevel::Avx2Fma < SimdLevel::Avx512);
+    assert!(SimdLevel::Plain.is_supported());
+    assert!(simd_level().is_supported());
+    assert_eq!(avx2_fma_enabled(), simd_level() >= SimdLevel::Avx2Fma);
 }
 
 #[test]
@@ -472,7 +568,7 @@ fn simd_math_speed() {
         }
         n as f64 / best / 1e9
     };
-    println!("avx2+fma: {}", avx2_fma_enabled());
+    println!("SIMD level: {} (OXNET_SIMD lowers it)", simd_level());
     let copy = oxnet_core::parallel::on_this_thread(|| {
         best_rate(&mut || map_f32(std::hint::black_box(&x), &mut out, |v| v))
     });
