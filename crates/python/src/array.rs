@@ -65,6 +65,7 @@ const SUB: BinaryNames = ("broadcast_sub", "_minus_scalar", "_rminus_scalar");
 const MUL: BinaryNames = ("broadcast_mul", "_mul_scalar", "_mul_scalar");
 const DIV: BinaryNames = ("broadcast_div", "_div_scalar", "_rdiv_scalar");
 const POW: BinaryNames = ("broadcast_power", "_power_scalar", "_rpower_scalar");
+const MOD: BinaryNames = ("broadcast_mod", "_mod_scalar", "_rmod_scalar");
 const EQ: BinaryNames = ("broadcast_equal", "_equal_scalar", "_equal_scalar");
 const NE: BinaryNames = ("broadcast_not_equal", "_not_equal_scalar", "_not_equal_scalar");
 const LT: BinaryNames = ("broadcast_lesser", "_lesser_scalar", "_greater_scalar");
@@ -524,6 +525,12 @@ impl PyNDArray {
     ) -> PyResult<Bound<'py, PyAny>> {
         self.binary_obj(py, o, POW, true)
     }
+    fn __mod__<'py>(&self, py: Python<'py>, o: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        self.binary_obj(py, o, MOD, false)
+    }
+    fn __rmod__<'py>(&self, py: Python<'py>, o: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        self.binary_obj(py, o, MOD, true)
+    }
     fn __eq__<'py>(&self, py: Python<'py>, o: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         self.binary_obj(py, o, EQ, false)
     }
@@ -553,6 +560,9 @@ impl PyNDArray {
     }
     fn __itruediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<()> {
         self.inplace(py, o, DIV)
+    }
+    fn __imod__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.inplace(py, o, MOD)
     }
 
     fn __neg__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyNDArray>> {

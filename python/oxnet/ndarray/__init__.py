@@ -109,6 +109,7 @@ def _define_binary_functions(namespace):
         ("multiply", "broadcast_mul", "_mul_scalar", "_mul_scalar", operator.mul),
         ("divide", "broadcast_div", "_div_scalar", "_rdiv_scalar", operator.truediv),
         ("power", "broadcast_power", "_power_scalar", "_rpower_scalar", operator.pow),
+        ("modulo", "broadcast_mod", "_mod_scalar", "_rmod_scalar", operator.mod),
         ("maximum", "broadcast_maximum", "_maximum_scalar", "_maximum_scalar", max),
         ("minimum", "broadcast_minimum", "_minimum_scalar", "_minimum_scalar", min),
         ("equal", "broadcast_equal", "_equal_scalar", "_equal_scalar", operator.eq),
@@ -117,6 +118,12 @@ def _define_binary_functions(namespace):
         ("greater_equal", "broadcast_greater_equal", "_greater_equal_scalar", "_lesser_equal_scalar", operator.ge),
         ("lesser", "broadcast_lesser", "_lesser_scalar", "_greater_scalar", operator.lt),
         ("lesser_equal", "broadcast_lesser_equal", "_lesser_equal_scalar", "_greater_equal_scalar", operator.le),
+        ("logical_and", "broadcast_logical_and", "_logical_and_scalar", "_logical_and_scalar",
+         lambda a, b: float(bool(a) and bool(b))),
+        ("logical_or", "broadcast_logical_or", "_logical_or_scalar", "_logical_or_scalar",
+         lambda a, b: float(bool(a) or bool(b))),
+        ("logical_xor", "broadcast_logical_xor", "_logical_xor_scalar", "_logical_xor_scalar",
+         lambda a, b: float(bool(a) != bool(b))),
     ]
     for name, array_op, scalar_op, reversed_op, python_op in table:
         namespace[name] = _binary(name, array_op, scalar_op, reversed_op, python_op)

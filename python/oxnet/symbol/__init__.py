@@ -22,3 +22,8 @@ __all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson"
 
 _refresh_ops(globals())
 random.refresh(vars(random), globals())
+
+from ._arith import NAMES as _ARITH, pow, power, maximum, minimum, hypot  # noqa: E402  pylint: disable=redefined-builtin
+from ._ops import keep as _keep_ops  # noqa: E402
+
+_keep_ops(_ARITH)

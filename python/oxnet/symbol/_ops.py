@@ -55,6 +55,12 @@ def _make(fname, op_name, attr_names, none_ok=()):
     return op
 
 
+def keep(names):
+    """Marks ``names`` as written by hand in ``mx.sym``: :func:`refresh`
+    leaves them alone (``sym.maximum`` takes symbols or numbers)."""
+    _RESERVED.update(names)
+
+
 def refresh(namespace):
     """Adds (or replaces) a function in ``namespace`` for every registry
     operator; one named ``_contrib_NAME`` (``_linalg_NAME``) also goes into

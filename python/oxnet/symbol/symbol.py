@@ -235,6 +235,12 @@ class Symbol:
     def __rpow__(self, o):
         return self._binary(o, "_Power", "_power", "_RPowerScalar", "_rpowerscalar", reverse=True)
 
+    def __mod__(self, o):
+        return self._binary(o, "_Mod", "_mod", "_ModScalar", "_modscalar")
+
+    def __rmod__(self, o):
+        return self._binary(o, "_Mod", "_mod", "_RModScalar", "_rmodscalar", reverse=True)
+
     def __neg__(self):
         return self.__mul__(-1.0)
 

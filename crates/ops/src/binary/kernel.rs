@@ -28,6 +28,24 @@ pub(crate) trait BNum: Element {
     fn b_max(self, o: Self) -> Self;
     /// Minimum; NaN propagates.
     fn b_min(self, o: Self) -> Self;
+    /// Remainder with the sign of the divisor (Python's `%`); 0 for a zero divisor.
+    fn b_mod(self, o: Self) -> Self;
+    /// `sqrt(self^2 + o^2)` without undue overflow (integers through f64).
+    fn b_hypot(self, o: Self) -> Self;
+}
+
+/// Float remainder with the sign of the divisor; 0 when `b` is 0.
+#[inline(always)]
+fn float_mod<F: num_traits::Float>(a: F, b: F) -> F {
+    if b == F::zero() {
+        return F::zero();
+    }
+    let r = a % b;
+    if r != F::zero() && ((r < F::zero()) != (b < F::zero())) {
+        r + b
+    } else {
+        r
+    }
 }
 
 macro_rules! bnum_float {
@@ -69,6 +87,14 @@ macro_rules! bnum_float {
                     self
                 }
             }
+            #[inline(always)]
+            fn b_mod(self, o: Self) -> Self {
+                float_mod(self, o)
+            }
+            #[inline(always)]
+            fn b_hypot(self, o: Self) -> Self {
+                self.hypot(o)
+            }
         }
     };
 }
@@ -105,6 +131,14 @@ macro_rules! bnum_half {
             #[inline(always)]
             fn b_min(self, o: Self) -> Self {
                 <$t>::from_f32(self.to_f32().b_min(o.to_f32()))
+            }
+            #[inline(always)]
+            fn b_mod(self, o: Self) -> Self {
+                <$t>::from_f32(float_mod(self.to_f32(), o.to_f32()))
+            }
+            #[inline(always)]
+            fn b_hypot(self, o: Self) -> Self {
+                <$t>::from_f32(self.to_f32().hypot(o.to_f32()))
             }
         }
     };
@@ -154,6 +188,23 @@ macro_rules! bnum_int {
                 } else {
                     self
                 }
+            }
+            #[inline(always)]
+            #[allow(unused_comparisons)]
+            fn b_mod(self, o: Self) -> Self {
+                if o == 0 {
+                    return 0;
+                }
+                let r = self.wrapping_rem(o);
+                if r != 0 && ((r < 0) != (o < 0)) {
+                    r.wrapping_add(o)
+                } else {
+                    r
+                }
+            }
+            #[inline(always)]
+            fn b_hypot(self, o: Self) -> Self {
+                (self as f64).hypot(o as f64) as $t
             }
         }
     };

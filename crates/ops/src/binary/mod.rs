@@ -12,12 +12,19 @@
 //! - Scalar forms (`_plus_scalar`, `_rminus_scalar`, ...) take the float
 //!   attribute `scalar`, converted to the input's dtype as MXNet does.
 //! - `add_n` (alias `ElementWiseSum`) sums `num_args` equally shaped arrays.
+//! - `mod` (`broadcast_mod`, `_mod`, `_mod_scalar`, `_rmod_scalar`) takes
+//!   the divisor's sign as Python's `%` (0 where the divisor is 0);
+//!   `hypot` (`broadcast_hypot`, `_hypot`, `_hypot_scalar`); the logical
+//!   `and`, `or` and `xor` (`broadcast_logical_and`, `_logical_and`,
+//!   `_logical_and_scalar`, ...) give 1 or 0 in the input dtype.
 //!
 //! Comparisons return the input dtype holding 1 or 0 (MXNet 1.x) and have
 //! zero gradient. Integer dtypes support everything: arithmetic wraps,
 //! integer division by zero gives 0, `power` goes through f64.
 
-mod kernel;
+pub(crate) mod kernel;
+#[cfg(test)]
+mod mod_hypot_tests;
 #[cfg(test)]
 mod tests;
 
@@ -40,17 +47,34 @@ enum Kind {
     Pow,
     Max,
     Min,
+    /// Remainder with the divisor's sign (Python's `%`).
+    Mod,
+    Hypot,
     Eq,
     Ne,
     Gt,
     Ge,
     Lt,
     Le,
+    And,
+    Or,
+    Xor,
 }
 
 impl Kind {
     fn is_comparison(self) -> bool {
-        matches!(self, Kind::Eq | Kind::Ne | Kind::Gt | Kind::Ge | Kind::Lt | Kind::Le)
+        matches!(
+            self,
+            Kind::Eq
+                | Kind::Ne
+                | Kind::Gt
+                | Kind::Ge
+                | Kind::Lt
+                | Kind::Le
+                | Kind::And
+                | Kind::Or
+                | Kind::Xor
+        )
     }
 }
 
@@ -75,12 +99,17 @@ fn run_arrays(kind: Kind, a: &NDArray, b: &NDArray, out: &NDArray, req: Req) -> 
             Kind::Pow => apply::<T, _>(a, b, out, req, |x: T, y: T| x.b_pow(y)),
             Kind::Max => apply::<T, _>(a, b, out, req, |x: T, y: T| x.b_max(y)),
             Kind::Min => apply::<T, _>(a, b, out, req, |x: T, y: T| x.b_min(y)),
+            Kind::Mod => apply::<T, _>(a, b, out, req, |x: T, y: T| x.b_mod(y)),
+            Kind::Hypot => apply::<T, _>(a, b, out, req, |x: T, y: T| x.b_hypot(y)),
             Kind::Eq => apply::<T, _>(a, b, out, req, |x: T, y: T| truth::<T>(x == y)),
             Kind::Ne => apply::<T, _>(a, b, out, req, |x: T, y: T| truth::<T>(x != y)),
             Kind::Gt => apply::<T, _>(a, b, out, req, |x: T, y: T| truth::<T>(x > y)),
             Kind::Ge => apply::<T, _>(a, b, out, req, |x: T, y: T| truth::<T>(x >= y)),
             Kind::Lt => apply::<T, _>(a, b, out, req, |x: T, y: T| truth::<T>(x < y)),
             Kind::Le => apply::<T, _>(a, b, out, req, |x: T, y: T| truth::<T>(x <= y)),
+            Kind::And => apply::<T, _>(a, b, out, req, |x: T, y: T| truth::<T>(x != T::zero() && y != T::zero())),
+            Kind::Or => apply::<T, _>(a, b, out, req, |x: T, y: T| truth::<T>(x != T::zero() || y != T::zero())),
+            Kind::Xor => apply::<T, _>(a, b, out, req, |x: T, y: T| truth::<T>((x != T::zero()) != (y != T::zero()))),
         }
     })
 }
@@ -121,12 +150,17 @@ fn run_scalar(kind: Kind, reversed: bool, x: &NDArray, scalar: f64, out: &NDArra
             Kind::Pow => go!(|x: T, y: T| x.b_pow(y)),
             Kind::Max => go!(|x: T, y: T| x.b_max(y)),
             Kind::Min => go!(|x: T, y: T| x.b_min(y)),
+            Kind::Mod => go!(|x: T, y: T| x.b_mod(y)),
+            Kind::Hypot => go!(|x: T, y: T| x.b_hypot(y)),
             Kind::Eq => go!(|x: T, y: T| truth::<T>(x == y)),
             Kind::Ne => go!(|x: T, y: T| truth::<T>(x != y)),
             Kind::Gt => go!(|x: T, y: T| truth::<T>(x > y)),
             Kind::Ge => go!(|x: T, y: T| truth::<T>(x >= y)),
             Kind::Lt => go!(|x: T, y: T| truth::<T>(x < y)),
             Kind::Le => go!(|x: T, y: T| truth::<T>(x <= y)),
+            Kind::And => go!(|x: T, y: T| truth::<T>(x != T::zero() && y != T::zero())),
+            Kind::Or => go!(|x: T, y: T| truth::<T>(x != T::zero() || y != T::zero())),
+            Kind::Xor => go!(|x: T, y: T| truth::<T>((x != T::zero()) != (y != T::zero()))),
         }
     });
     Ok(())
@@ -216,6 +250,20 @@ fn binary_grad(kind: Kind, g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
                 if nb { Some(c2("broadcast_mul", dy, &c2(tb, a, b)?)?) } else { None },
             )
         }
+        // a mod b = a - floor(a / b) * b
+        Kind::Mod => (
+            na.then(|| dy.clone()),
+            if nb {
+                let q = call("floor", &[&c2("broadcast_div", a, b)?], &[])?;
+                Some(c1("_mul_scalar", &c2("broadcast_mul", dy, &q)?, -1.0)?)
+            } else {
+                None
+            },
+        ),
+        Kind::Hypot => (
+            if na { Some(c2("broadcast_div", &c2("broadcast_mul", dy, a)?, y)?) } else { None },
+            if nb { Some(c2("broadcast_div", &c2("broadcast_mul", dy, b)?, y)?) } else { None },
+        ),
         _ => (None, None),
     };
     Ok(vec![
@@ -247,6 +295,13 @@ fn scalar_grad(kind: Kind, reversed: bool, g: &GradCtx) -> Result<Vec<Option<NDA
         (Kind::Pow, true) => c1("_mul_scalar", &c2("elemwise_mul", dy, y)?, s.ln())?,
         (Kind::Max, _) => c2("elemwise_mul", dy, &c1("_greater_equal_scalar", x, s)?)?,
         (Kind::Min, _) => c2("elemwise_mul", dy, &c1("_lesser_equal_scalar", x, s)?)?,
+        (Kind::Mod, false) => dy.clone(),
+        // y = s mod x = s - floor(s / x) * x: dy/dx = -floor(s / x)
+        (Kind::Mod, true) => {
+            let q = call("floor", &[&c1("_rdiv_scalar", x, s)?], &[])?;
+            c1("_mul_scalar", &c2("elemwise_mul", dy, &q)?, -1.0)?
+        }
+        (Kind::Hypot, _) => c2("elemwise_div", &c2("elemwise_mul", dy, x)?, y)?,
         _ => return Ok(vec![None]),
     };
     Ok(vec![Some(dx)])
@@ -278,7 +333,7 @@ struct Entry {
     scalar: (&'static str, &'static [&'static str]),
 }
 
-const ENTRIES: [Entry; 13] = [
+const ENTRIES: [Entry; 18] = [
     Entry {
         kind: Kind::Add,
         what: "lhs + rhs",
@@ -329,6 +384,20 @@ const ENTRIES: [Entry; 13] = [
         scalar: ("_minimum_scalar", &["_MinimumScalar"]),
     },
     Entry {
+        kind: Kind::Mod,
+        what: "lhs mod rhs (the remainder takes the sign of rhs, as Python's %; 0 where rhs is 0)",
+        broadcast: ("broadcast_mod", &[]),
+        same_shape: ("_mod", &["_Mod"]),
+        scalar: ("_mod_scalar", &["_ModScalar"]),
+    },
+    Entry {
+        kind: Kind::Hypot,
+        what: "hypot(lhs, rhs) = sqrt(lhs^2 + rhs^2)",
+        broadcast: ("broadcast_hypot", &[]),
+        same_shape: ("_hypot", &["_Hypot"]),
+        scalar: ("_hypot_scalar", &["_HypotScalar"]),
+    },
+    Entry {
         kind: Kind::Eq,
         what: "1 where lhs == rhs, else 0",
         broadcast: ("broadcast_equal", &["equal"]),
@@ -369,6 +438,27 @@ const ENTRIES: [Entry; 13] = [
         broadcast: ("broadcast_lesser_equal", &["lesser_equal", "less_equal"]),
         same_shape: ("_lesser_equal", &[]),
         scalar: ("_lesser_equal_scalar", &["_LesserEqualScalar"]),
+    },
+    Entry {
+        kind: Kind::And,
+        what: "1 where lhs and rhs are both non-zero, else 0",
+        broadcast: ("broadcast_logical_and", &[]),
+        same_shape: ("_logical_and", &["_Logical_And"]),
+        scalar: ("_logical_and_scalar", &["_LogicalAndScalar"]),
+    },
+    Entry {
+        kind: Kind::Or,
+        what: "1 where lhs or rhs is non-zero, else 0",
+        broadcast: ("broadcast_logical_or", &[]),
+        same_shape: ("_logical_or", &["_Logical_Or"]),
+        scalar: ("_logical_or_scalar", &["_LogicalOrScalar"]),
+    },
+    Entry {
+        kind: Kind::Xor,
+        what: "1 where exactly one of lhs and rhs is non-zero, else 0",
+        broadcast: ("broadcast_logical_xor", &[]),
+        same_shape: ("_logical_xor", &["_Logical_Xor"]),
+        scalar: ("_logical_xor_scalar", &["_LogicalXorScalar"]),
     },
 ];
 
@@ -485,6 +575,13 @@ pub(crate) fn register() {
     register_scalar("_rminus_scalar", &["_RMinusScalar"], Kind::Sub, true, "lhs - rhs");
     register_scalar("_rdiv_scalar", &["_RDivScalar"], Kind::Div, true, "lhs / rhs");
     register_scalar("_rpower_scalar", &["_RPowerScalar"], Kind::Pow, true, "lhs ^ rhs");
+    register_scalar(
+        "_rmod_scalar",
+        &["_RModScalar"],
+        Kind::Mod,
+        true,
+        "lhs mod rhs (sign of rhs; 0 where rhs is 0)",
+    );
 
     registry::register(
         OpDef::new("add_n")
