@@ -13,8 +13,11 @@ Into tests/fixtures/cnn_bn/:
         ``data``                 the input (2, 3, 8, 8)
         ``infer``                MXNet's inference output of the exported net
         ``train``                its training-mode output (``autograd.record``)
-        ``moving_after:<name>``  each BatchNorm moving statistic after that one
-                                 training-mode forward (momentum 0.9)
+        ``head``                 the gradient fed back from that output
+        ``grad:<name>``          each parameter's gradient after the backward
+        ``moving_after:<name>``  each BatchNorm moving statistic after that
+                                 forward and backward (momentum 0.9; MXNet's
+                                 CPU BatchNorm moves them in the backward)
 
 MXNet runs with its oneDNN kernels off (``MXNET_MKLDNN_ENABLED=0``).
 
@@ -95,12 +98,22 @@ def main():
                                           str(args.out / "cnn-0000.params"))
     np.testing.assert_array_equal(loaded(mx.nd.array(data)).asnumpy(), infer)
 
+    # one training step's forward and backward: MXNet's CPU BatchNorm moves
+    # its statistics in the backward pass (the forward leaves them as loaded)
+    params = loaded.collect_params()
+    moving = {n: p.data().asnumpy() for n, p in params.items() if "running" in n}
     with mx.autograd.record(train_mode=True):
-        train = loaded(mx.nd.array(data)).asnumpy()
-    arrays = {"data": data, "infer": infer, "train": train}
-    for name, p in loaded.collect_params().items():
-        if "running" in name or "moving" in name:
+        out = loaded(mx.nd.array(data))
+    train = out.asnumpy()
+    head = rng.uniform(-1, 1, train.shape).astype("float32")
+    out.backward(mx.nd.array(head))
+    arrays = {"data": data, "infer": infer, "train": train, "head": head}
+    for name, p in params.items():
+        if name in moving:
             arrays["moving_after:" + name] = p.data().asnumpy()
+            assert not np.array_equal(arrays["moving_after:" + name], moving[name]), name
+        else:
+            arrays["grad:" + name] = p.grad().asnumpy()
     write_npz(args.out / "expected.npz", arrays)
     for f in sorted(args.out.iterdir()):
         print(f"{f.name}: {f.stat().st_size} bytes")

@@ -20,14 +20,24 @@ tests/fixtures/conv_ops/:
                  ``NAME:head:<i>``, ``NAME:grad:<input>``,
                  ``NAME:after:<input>``
 
-The ``batchnorm`` group also has ``steps`` cases: three training-mode calls of
-BatchNorm (momentum 0.9) on three batches sharing gamma, beta and the moving
-statistics; ``NAME:in:data<k>``, ``NAME:out<k>:0`` and the moving statistics
-after each call ``NAME:after<k>:moving_mean`` / ``moving_var``; then an
-inference-mode call on ``data0`` with the updated statistics, ``NAME:infer``.
+The ``batchnorm`` group also has ``steps`` cases: three training steps of
+BatchNorm (momentum 0.9; forward under ``autograd.record`` and backward) on
+three batches sharing gamma, beta and the moving statistics:
+``NAME:in:data<k>``, ``NAME:head<k>:0``, ``NAME:out<k>:0``,
+``NAME:grad<k>:data|gamma|beta`` and the moving statistics after each step
+``NAME:after<k>:moving_mean`` / ``moving_var``; then an inference-mode call
+on ``data0`` with the updated statistics, ``NAME:infer``. MXNet's CPU
+BatchNorm updates the moving statistics in its backward pass: a training-mode
+forward alone leaves them unchanged (the script asserts it), so the
+single-call ``train_*`` cases, which run backward, store them updated.
 
 MXNet runs with its oneDNN (MKLDNN) kernels off (``MXNET_MKLDNN_ENABLED=0``),
-so the values are those of MXNet's own reference CPU kernels. Cases MXNet
+so the values are those of MXNet's own reference CPU kernels, except the
+``deconvolution_onednn`` family, written by a child process with oneDNN on:
+3-D deconvolution (which only oneDNN computes in MXNet 1.9.1) and
+deconvolution with a stride and a dilation above 1 on the same axis (which
+MXNet's reference kernel computes wrongly; oneDNN, the pip wheel's default,
+gives the transposed dilated convolution). Cases MXNet
 1.9.1 refuses (convolution in a channel-last layout, which its CPU kernel
 rejects; ``pooling_convention='same'``, which fails in its shape check) are
 not written; the script prints them. The .npz files have a fixed timestamp,
@@ -238,13 +248,23 @@ def deconv_cases(g):
     deconv(g, "d2d_target_shape", (1, 2, 3, 4), 3, (3, 3), stride=(2, 2), target_shape=(6, 8), no_bias=False)
     deconv(g, "d2d_groups", (2, 4, 3, 3), 6, (2, 2), stride=(2, 2), num_group=2, no_bias=False)
     deconv(g, "d2d_depthwise", (1, 3, 4, 4), 3, (3, 3), stride=(2, 2), pad=(1, 1), num_group=3)
-    deconv(g, "d2d_dilate", (1, 2, 4, 4), 2, (2, 3), dilate=(2, 2), stride=(1, 2))
+    # dilation and stride on different axes: MXNet's reference kernel gets a
+    # stride > 1 with a dilation > 1 on one axis wrong (see deconv_onednn_cases)
+    deconv(g, "d2d_dilate", (1, 2, 4, 4), 2, (2, 3), dilate=(2, 1), stride=(1, 2))
     deconv(g, "d2d_float64", (2, 2, 3, 4), 3, (3, 2), dtype="float64", stride=(2, 1), pad=(1, 0), no_bias=False)
 
 
-def deconv3d_cases(g):
-    # MXNet 1.9.1 has no reference CPU kernel for 3-D deconvolution: only its
-    # oneDNN one computes it (this family runs in a child process with oneDNN on)
+def deconv_onednn_cases(g):
+    # This family runs in a child process with oneDNN on (the default of
+    # MXNet's pip wheels). MXNet 1.9.1 has no reference CPU kernel for 3-D
+    # deconvolution, only the oneDNN one; and its reference kernel is wrong
+    # where one axis has both a stride and a dilation above 1 (it scatters the
+    # dilated taps to the wrong outputs), while oneDNN computes the transposed
+    # dilated convolution, as a direct loop does
+    deconv(g, "d2d_dilate_stride", (1, 2, 4, 4), 2, (2, 3), dilate=(2, 2), stride=(1, 2),
+           note="oneDNN: MXNet's reference kernel differs (wrongly) when stride and dilation meet on an axis")
+    deconv(g, "d1d_dilate_stride", (2, 2, 4), 3, (3,), dilate=(2,), stride=(3,), pad=(1,), no_bias=False,
+           note="oneDNN, as d2d_dilate_stride")
     deconv(g, "d3d_basic", (1, 2, 3, 3, 2), 2, (2, 2, 2), no_bias=False)
     deconv(g, "d3d_stride_pad_adj", (1, 2, 3, 2, 3), 2, (3, 3, 2), stride=(2, 2, 1), pad=(1, 1, 0),
            adj=(1, 0, 0))
@@ -340,30 +360,47 @@ def batchnorm_cases(g):
 
 
 def batchnorm_steps(g, name, shape, axis, fix_gamma, steps=3):
-    """Three training-mode BatchNorm calls updating shared moving statistics."""
+    """Three training steps of BatchNorm (forward and backward under
+    autograd) updating shared moving statistics. MXNet's CPU kernel updates
+    them in the backward pass: the forward alone leaves them as they were."""
     inputs = bn_inputs(g, shape, axis)
     arrays = dict(inputs)
     datas = [arrays["data"]] + [g.u(shape, -2.0, 2.0) + np.float32(0.5 * k) for k in range(1, steps)]
     nd = {n: mx.nd.array(v) for n, v in inputs if n != "data"}
+    for n in ("gamma", "beta"):
+        nd[n].attach_grad()
     attrs = dict(axis=axis, momentum=0.9, fix_gamma=fix_gamma, eps=1e-3)
     key = name + ":"
     for n in ("gamma", "beta", "moving_mean", "moving_var"):
         g.arrays[key + "in:" + n] = arrays[n]
     for k, d in enumerate(datas):
         g.arrays[key + "in:data%d" % k] = d
+        x = mx.nd.array(d)
+        x.attach_grad()
+        before = [nd[n].asnumpy() for n in ("moving_mean", "moving_var")]
         with mx.autograd.record(train_mode=True):
-            out = mx.nd.BatchNorm(mx.nd.array(d), nd["gamma"], nd["beta"], nd["moving_mean"], nd["moving_var"],
-                                  **attrs)
+            out = mx.nd.BatchNorm(x, nd["gamma"], nd["beta"], nd["moving_mean"], nd["moving_var"], **attrs)
+        out.wait_to_read()
+        for b, n in zip(before, ("moving_mean", "moving_var")):
+            np.testing.assert_array_equal(nd[n].asnumpy(), b)
+        head = g.u(out.shape)
+        out.backward(mx.nd.array(head))
+        g.arrays[key + "head%d:0" % k] = head
         g.arrays[key + "out%d:0" % k] = out.asnumpy()
+        g.arrays[key + "grad%d:data" % k] = x.grad.asnumpy()
+        g.arrays[key + "grad%d:gamma" % k] = nd["gamma"].grad.asnumpy()
+        g.arrays[key + "grad%d:beta" % k] = nd["beta"].grad.asnumpy()
         g.arrays[key + "after%d:moving_mean" % k] = nd["moving_mean"].asnumpy()
         g.arrays[key + "after%d:moving_var" % k] = nd["moving_var"].asnumpy()
+        assert not np.array_equal(g.arrays[key + "after%d:moving_mean" % k], before[0])
     out = mx.nd.BatchNorm(mx.nd.array(datas[0]), nd["gamma"], nd["beta"], nd["moving_mean"], nd["moving_var"],
                           **attrs)
     g.arrays[key + "infer"] = out.asnumpy()
     g.cases.append({"name": name, "op": "BatchNorm", "kind": "steps", "steps": steps,
                     "attrs": {k: jsonable(v) for k, v in attrs.items()},
                     "inputs": ["data", "gamma", "beta", "moving_mean", "moving_var"], "dtype": "float32",
-                    "note": "training-mode calls on data0..data%d, then inference on data0" % (steps - 1)})
+                    "note": "training steps (forward + backward) on data0..data%d, then inference on data0; "
+                            "MXNet updates the moving statistics in the backward pass" % (steps - 1)})
 
 
 def norm_cases(g):
@@ -461,7 +498,7 @@ def resize_cases(g):
 FAMILIES = [  # name, seed, builder, needs oneDNN
     ("convolution", 11, conv_cases, False),
     ("deconvolution", 12, deconv_cases, False),
-    ("deconvolution3d", 17, deconv3d_cases, True),
+    ("deconvolution_onednn", 17, deconv_onednn_cases, True),
     ("pooling", 13, pool_cases, False),
     ("batchnorm", 14, batchnorm_cases, False),
     ("normalization", 15, norm_cases, False),
