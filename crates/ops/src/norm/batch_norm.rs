@@ -208,7 +208,9 @@ enum Variant {
 fn def(name: &'static str, variant: Variant, doc: &str) -> OpDef {
     let mut op = OpDef::new(name)
         .doc(doc)
-        .attr(AttrSpec::optional("eps", AttrKind::Float, 1e-3, "Added to the variance."))
+        // MXNet's default is the float 1e-3 (0.0010000000474974513), which
+        // float64 data sees
+        .attr(AttrSpec::optional("eps", AttrKind::Float, f64::from(1e-3f32), "Added to the variance."))
         .attr(AttrSpec::optional("momentum", AttrKind::Float, 0.9, "Decay of the moving statistics."))
         .attr(AttrSpec::optional("fix_gamma", AttrKind::Bool, true, "Take gamma as 1 (zero gradient)."))
         .attr(AttrSpec::optional(

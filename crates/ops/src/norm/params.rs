@@ -12,7 +12,7 @@ use oxnet_core::{DType, Error, Result};
 pub(crate) struct BnParams {
     /// Added to the variance.
     pub eps: f64,
-    /// Decay of the moving statistics.
+    /// Decay of the moving statistics (rounded to float32, as MXNet holds it).
     pub momentum: f64,
     /// Gamma is taken as 1.
     pub fix_gamma: bool,
@@ -36,6 +36,9 @@ pub(crate) fn parse_bn_params(op: &str, attrs: &Attrs, var_output: bool) -> Resu
     if !(0.0..=1.0).contains(&momentum) {
         return Err(Error::attr("momentum", format!("{op}: must lie in [0, 1], got {momentum}")));
     }
+    // MXNet holds momentum as a float: 0.9 decays by 0.89999997615814209,
+    // which the moving statistics of float64 data show
+    let momentum = f64::from(momentum as f32);
     let axis = match attrs.get("axis") {
         Ok(_) => attrs.int("axis")?,
         Err(_) => 1,

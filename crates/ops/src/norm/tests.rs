@@ -134,7 +134,9 @@ fn other_axes_match_a_direct_reference() {
         let beta = NDArray::random_uniform(-1.0, 1.0, &[c], DType::F64).unwrap();
         let mm = NDArray::zeros(&[c], DType::F64, Device::Cpu).unwrap();
         let mv = NDArray::ones(&[c], DType::F64, Device::Cpu).unwrap();
+        x.attach_grad(Req::Write).unwrap();
         let y = {
+            let _r = autograd::record();
             let _t = autograd::train_mode();
             invoke1(
                 "BatchNorm",
@@ -143,19 +145,28 @@ fn other_axes_match_a_direct_reference() {
             )
             .unwrap()
         };
+        // the backward pass moves the statistics
+        let ones = NDArray::ones(y.shape(), DType::F64, Device::Cpu).unwrap();
+        autograd::backward(&[&y], &[Some(&ones)], Default::default()).unwrap();
         let (g, b) = (gamma.to_vec::<f64>().unwrap(), beta.to_vec::<f64>().unwrap());
         let strides = [20, 5, 1];
         let ch = |i: usize| (i / strides[a]) % c;
+        // MXNet's default eps is the float 1e-3 and its momentum a float
+        // (0.9 -> 0.89999997615814209), which float64 data see
+        let (eps, momentum) = (f64::from(1e-3f32), f64::from(0.9f32));
         let mut want = vec![0.0; 60];
+        let mut moved = vec![0.0; c];
         for k in 0..c {
             let vals: Vec<f64> = (0..60).filter(|&i| ch(i) == k).map(|i| xv[i]).collect();
             let mean = vals.iter().sum::<f64>() / vals.len() as f64;
             let var = vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / vals.len() as f64;
             for i in (0..60).filter(|&i| ch(i) == k) {
-                want[i] = g[k] * (xv[i] - mean) / (var + 1e-3).sqrt() + b[k];
+                want[i] = g[k] * (xv[i] - mean) / (var + eps).sqrt() + b[k];
             }
+            moved[k] = mean * (1.0 - momentum);
         }
         close(&y, &want, 1e-12);
+        close(&mm, &moved, 1e-15);
     }
 }
 
