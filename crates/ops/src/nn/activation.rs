@@ -1,7 +1,7 @@
 //! `Activation` (relu, sigmoid, tanh, softrelu, softsign) and `LeakyReLU`
 //! (leaky, elu, selu, gelu here; prelu and rrelu in [`super::prelu`]).
 
-use super::{add, map_float, mul, prelu, scalar_op, unary};
+use super::{activation_grad, add, map_float, mul, prelu, scalar_op, unary};
 use crate::kernels::simd_math::scalar;
 use oxnet_core::shape::Shape;
 use oxnet_core::{registry, AttrKind, AttrSpec, Attrs, GradCtx, NDArray, OpContext, OpDef, Result};
@@ -77,12 +77,12 @@ fn activation_grad(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
         return Ok(vec![None]);
     }
     let (x, y, og) = (&g.inputs[0], &g.outputs[0], &g.out_grads[0]);
-    let dx = match g.attrs.str("act_type")? {
-        "relu" => mul(og, &positive_mask(x)?)?,
-        // y (1 - y)
-        "sigmoid" => mul(og, &mul(y, &scalar_op("_rminus_scalar", y, 1.0)?)?)?,
-        // 1 - y^2
-        "tanh" => mul(og, &scalar_op("_rminus_scalar", &unary("square", y)?, 1.0)?)?,
+    let act = g.attrs.str("act_type")?;
+    if activation_grad::fused(act) {
+        // relu, sigmoid, tanh: one pass from the output
+        return Ok(vec![Some(activation_grad::activation_grad(act, og, y)?)]);
+    }
+    let dx = match act {
         "softrelu" => mul(og, &unary("sigmoid", x)?)?,
         // 1 / (1 + |x|)^2
         "softsign" => {

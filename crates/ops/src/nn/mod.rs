@@ -3,6 +3,7 @@
 //! CTC loss, loss-output heads).
 
 mod activation;
+mod activation_grad;
 mod ctc;
 mod dropout;
 mod embedding;
@@ -20,6 +21,7 @@ use oxnet_core::{AttrValue, DType, Element, Error, FloatElement, NDArray, Req, R
 pub(crate) fn register() {
     softmax::register();
     activation::register();
+    activation_grad::register();
     dropout::register();
     embedding::register();
     loss::register();

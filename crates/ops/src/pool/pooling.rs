@@ -129,7 +129,9 @@ fn pool_plane_rows<T: FloatElement>(
     }
 }
 
-/// One plane's Lp pooling, `(Σ x^p)^(1/p)` over each window.
+/// One plane's Lp pooling, `(Σ x^p)^(1/p)` over each window. As in MXNet,
+/// the root of p = 3 is the real cube root (negative sums stay negative);
+/// other odd p above 3 take `powf` (NaN for a negative sum).
 fn pool_plane_lp<T: FloatElement>(pv: i32, g: &Geom3, win: &Windows, x: &[T], y: &mut [T]) {
     let mut outs = y.iter_mut();
     for &a in &win.w[0] {
@@ -143,11 +145,76 @@ fn pool_plane_lp<T: FloatElement>(pv: i32, g: &Geom3, win: &Windows, x: &[T], y:
                 let v = match pv {
                     1 => acc,
                     2 => acc.sqrt(),
+                    3 => acc.cbrt(),
                     _ => acc.powf(cast::<T::Compute>(1.0 / pv as f64)),
                 };
                 if let Some(o) = outs.next() {
                     *o = T::from_compute(v);
                 }
+            }
+        }
+    }
+}
+
+/// The input index of window `(a, b, c)` that receives the gradient of
+/// its maximum `yv`: the first element (in scan order) equal to it, or,
+/// when none is (a NaN maximum), the first largest, as the forward saw it.
+#[inline]
+fn max_hit<T: FloatElement>(
+    g: &Geom3,
+    a: AxisWindow,
+    b: AxisWindow,
+    c: AxisWindow,
+    x: &[T],
+    yv: T::Compute,
+) -> Option<usize> {
+    // Scanned backwards without early exit, so the last match seen is the
+    // first in scan order and the choice compiles to a conditional move
+    // (where the maximum sits is data-dependent: a branch would mispredict).
+    let mut first = usize::MAX;
+    for z0 in (a.lo..a.hi).rev() {
+        for z1 in (b.lo..b.hi).rev() {
+            let row = (z0 * g.inp[1] + z1) * g.inp[2];
+            for i in (row + c.lo..row + c.hi).rev() {
+                first = if x[i].to_compute() == yv { i } else { first };
+            }
+        }
+    }
+    let mut hit = (first != usize::MAX).then_some(first);
+    if hit.is_none() {
+        let mut best: Option<(usize, T::Compute)> = None;
+        scan(g, a, b, c, |i| {
+            let v = x[i].to_compute();
+            if best.is_none_or(|(_, m)| v > m) {
+                best = Some((i, v));
+            }
+            true
+        });
+        hit = best.map(|(i, _)| i);
+    }
+    hit
+}
+
+/// True when no two windows share an input element (every axis with more
+/// than one window strides at least a kernel's length): then each input
+/// element's gradient comes from at most one output.
+fn disjoint_windows(g: &Geom3) -> bool {
+    (0..3).all(|a| g.out[a] <= 1 || g.s[a] >= g.k[a])
+}
+
+/// One plane's max-pooling input gradient when the windows are disjoint:
+/// written straight into `dx` (zeros, and each window's gradient at its
+/// [`max_hit`]), without an accumulation buffer.
+fn unpool_max_disjoint<T: FloatElement>(g: &Geom3, win: &Windows, x: &[T], y: &[T], dy: &[T], dx: &mut [T]) {
+    dx.fill(T::zero());
+    let mut k = 0;
+    for &a in &win.w[0] {
+        for &b in &win.w[1] {
+            for &c in &win.w[2] {
+                if let Some(i) = max_hit(g, a, b, c, x, y[k].to_compute()) {
+                    dx[i] = dy[k];
+                }
+                k += 1;
             }
         }
     }
@@ -178,26 +245,7 @@ fn unpool_plane<T: FloatElement>(
                     for &c in &win.w[2] {
                         let (yv, gy) = (y[k].to_compute(), dy[k].to_compute());
                         k += 1;
-                        let mut hit = None;
-                        scan(g, a, b, c, |i| {
-                            if x[i].to_compute() == yv {
-                                hit = Some(i);
-                            }
-                            hit.is_none()
-                        });
-                        if hit.is_none() {
-                            // no element equals the maximum (NaN): the first largest, as the forward saw it
-                            let mut best: Option<(usize, T::Compute)> = None;
-                            scan(g, a, b, c, |i| {
-                                let v = x[i].to_compute();
-                                if best.is_none_or(|(_, m)| v > m) {
-                                    best = Some((i, v));
-                                }
-                                true
-                            });
-                            hit = best.map(|(i, _)| i);
-                        }
-                        if let Some(i) = hit {
+                        if let Some(i) = max_hit(g, a, b, c, x, yv) {
                             dx[i] = dx[i] + gy;
                         }
                     }
@@ -316,9 +364,26 @@ fn backward_first(ctx: &OpContext, p: &PoolParams, args: &BackwardArgs, grads: &
     let (ins, outs) = (g.in_size(), g.out_size());
     oxnet_core::with_float_dtype!(x.dtype(), T => {
         let (xs, ys, dys) = (x.as_slice::<T>()?, y.as_slice::<T>()?, dy.as_slice::<T>()?);
+        let chunk = ins * (xs.len() / ins.max(1)).div_ceil(oxnet_core::parallel::num_threads() * 4).max(1);
+        if p.pool_type == PoolType::Max
+            && disjoint_windows(&g)
+            && ctx.req[0] == Req::Write
+            && grads[0].is_contiguous()
+            && outs > 0
+            && ins > 0
+        {
+            oxnet_core::parallel::for_each_chunk_mut(grads[0].as_mut_slice::<T>()?, chunk, |t, dxs| {
+                let first = t * chunk / ins;
+                for (k, plane) in dxs.chunks_mut(ins).enumerate() {
+                    let n = first + k;
+                    let (xp, yp, dyp) = (&xs[n * ins..][..ins], &ys[n * outs..][..outs], &dys[n * outs..][..outs]);
+                    unpool_max_disjoint(&g, &win, xp, yp, dyp, plane);
+                }
+            });
+            return Ok(());
+        }
         let mut dx = vec![<<T as FloatElement>::Compute as Zero>::zero(); xs.len()];
         if outs > 0 && ins > 0 {
-            let chunk = ins * (xs.len() / ins).div_ceil(oxnet_core::parallel::num_threads() * 4).max(1);
             oxnet_core::parallel::for_each_chunk_mut(&mut dx, chunk, |t, dxs| {
                 let first = t * chunk / ins;
                 let mut share = vec![<<T as FloatElement>::Compute as Zero>::zero(); g.inp[2]];
