@@ -50,6 +50,9 @@ fn values_computed_by_mxnet() {
     close(&pool(&x, &[("global_pool", true.into())]), &[5.]);
     let neg = invoke1("negative", &[&x], &[]).unwrap();
     close(&pool(&neg, &a("(3,)", "(2,)", "(1,)", &[])), &[-1., -2., -4.]);
+    // p = 3 takes the real cube root, as MXNet: negative sums stay negative
+    let lp3 = [("pool_type", AttrValue::from("lp")), ("p_value", 3.into())];
+    close(&pool(&neg, &a("(3,)", "(2,)", "(1,)", &lp3)), &[-2.0800838, -4.626065, -5.7387934]);
     // the gradient of a max goes to the first largest element
     let x = arr(&[1., 3., 3., 2.], &[1, 1, 4]);
     x.attach_grad(Req::Write).unwrap();
