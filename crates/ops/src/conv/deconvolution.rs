@@ -8,6 +8,7 @@ use super::deconv_params::{deconv_params, infer_shape, pad_adj, DeconvParams};
 use super::geometry::Geom3;
 use super::im2col::{col2im_add, im2col};
 use super::layout;
+use super::sums::bias_grad;
 use crate::kernels::matmul::{self, MatmulScalar};
 use num_traits::Zero;
 use oxnet_core::store::store_slice;
@@ -148,12 +149,7 @@ fn backward_typed<T: FloatElement + MatmulScalar>(
         store_slice(ctx.req[1], grads[1].as_mut_slice::<T>()?, &dw);
     }
     if !p.no_bias && ctx.req[2] != Req::Null {
-        let mut db = vec![<T::Compute as Zero>::zero(); p.num_filter];
-        for (i, plane) in dys.chunks_exact(pout.max(1)).enumerate() {
-            let acc = &mut db[i % p.num_filter];
-            *acc = plane.iter().fold(*acc, |s, v| s + v.to_compute());
-        }
-        let db: Vec<T> = db.into_iter().map(T::from_compute).collect();
+        let db: Vec<T> = bias_grad::<T>(dys, p.num_filter, pout).into_iter().map(T::from_compute).collect();
         store_slice(ctx.req[2], grads[2].as_mut_slice::<T>()?, &db);
     }
     Ok(())

@@ -7,6 +7,7 @@
 //! Planes are split over the thread pool.
 
 use super::geometry::Geom3;
+use super::sums::lane_dot;
 use num_traits::Zero;
 use oxnet_core::{parallel, FloatElement};
 
@@ -158,9 +159,7 @@ pub(super) fn weight_grad<T: FloatElement>(
             for_each_stretch(g, |tap, o, i, len, stride| {
                 let src = &dyp[o..o + len];
                 let s = if stride == 1 {
-                    src.iter()
-                        .zip(&xp[i..i + len])
-                        .fold(T::Compute::zero(), |s, (d, v)| s + d.to_compute() * v.to_compute())
+                    lane_dot(src, &xp[i..i + len])
                 } else {
                     src.iter().enumerate().fold(T::Compute::zero(), |s, (j, d)| {
                         s + d.to_compute() * xp[i + j * stride].to_compute()

@@ -13,6 +13,7 @@ pub(crate) mod geometry;
 mod im2col;
 pub(crate) mod layout;
 mod params;
+mod sums;
 
 pub(crate) use params::merge as merge_shape;
 
