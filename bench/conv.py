@@ -9,7 +9,8 @@
   + ReLU and Dense(10), softmax cross-entropy, SGD with momentum, batch 64
   of 1x28x28;
 - ResNet-18 inference (``model_zoo.vision.resnet18_v1``), batch 8 of
-  3x224x224, hybridized (where the engine has the model zoo).
+  3x224x224, hybridized (where the engine has the model zoo); PyTorch runs
+  the same layers defined here (``torch_resnet18``), in eval mode.
 
 oxnet and MXNet 1.9.1 run the same code (the API is the same); PyTorch runs
 the equivalent ``torch.nn.functional`` calls and modules, eager. Each also
@@ -143,6 +144,37 @@ def run_mx(name):
     return {f"{name}_{k}": v for k, v in mx_figures(mx, np).items()}
 
 
+def torch_resnet18(torch):
+    """ResNet-18 v1 in PyTorch modules, the layers of ``resnet18_v1`` (and of
+    torchvision's model, which this avoids installing): a 7x7/2 stem with
+    BatchNorm, ReLU and a 3x3/2 max-pool, four stages of two basic blocks
+    (64, 128, 256, 512 channels; 1x1/2 projections where the shape changes),
+    global average pooling and a 1000-way dense layer."""
+    nn = torch.nn
+
+    class Basic(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.body = nn.Sequential(
+                nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
+                nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout))
+            self.down = None
+            if stride != 1 or cin != cout:
+                self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            skip = x if self.down is None else self.down(x)
+            return torch.relu(self.body(x) + skip)
+
+    layers = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(3, 2, 1)]
+    cin = 64
+    for cout, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
+        layers += [Basic(cin, cout, stride), Basic(cout, cout, 1)]
+        cin = cout
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 1000)]
+    return nn.Sequential(*layers)
+
+
 def run_torch():
     import numpy as np
     import torch
@@ -181,14 +213,10 @@ def run_torch():
         "torch_cnn_step": timeit(cnn),
         "torch_threads": torch.get_num_threads(),
     }
-    try:
-        import torchvision  # noqa: F401  (not installed by bench/side_envs.sh: the row is left out)
-        model = torchvision.models.resnet18().eval()
-        img = torch.rand(8, 3, 224, 224)
-        with torch.no_grad():
-            out["torch_resnet18"] = timeit(lambda: model(img), min_time=2.0)
-    except ImportError:
-        pass
+    model = torch_resnet18(torch).eval()
+    img = torch.rand(8, 3, 224, 224)
+    with torch.no_grad():
+        out["torch_resnet18"] = timeit(lambda: model(img), min_time=2.0)
     return out
 
 
