@@ -10,10 +10,17 @@
 //! - innermost kept: every group of outputs accumulates contiguous rows into
 //!   a vector of accumulators (the "sum over the batch axis" fast path).
 //!
+//! Both loops, and the row pieces of the parallel split, run in their
+//! AVX-512, AVX2+FMA or plain build, whichever
+//! [`simd_level`](crate::kernels::simd_math::simd_level) names (chosen once
+//! per process). The lane count of the row loop is fixed (eight), so every
+//! build adds in the same order and the results are the same bits.
+//!
 //! Float sums accumulate in `f64`. Work above [`PAR_MIN`] elements is split
 //! over the pool ([`oxnet_core::parallel`]), in fixed-size pieces merged in a fixed order, so results do
 //! not depend on the number of threads.
 
+use crate::kernels::simd_math::{run_at_level, LevelKernel};
 use half::{bf16, f16};
 use oxnet_core::parallel;
 use oxnet_core::shape::contiguous_strides;
@@ -424,9 +431,12 @@ fn put<T: Element, const ADD: bool>(o: &mut T, v: T) {
     *o = if ADD { o.add(v) } else { v };
 }
 
-/// Reduces a contiguous row with eight independent accumulators.
+/// Reduces a contiguous row with eight independent accumulators: the
+/// lane count is fixed, whatever the build, so every [`SimdLevel`](crate::kernels::simd_math::SimdLevel) adds in
+/// the same order and gives the same bits (a wider build holds the eight
+/// lanes in fewer registers).
 #[inline(always)]
-fn reduce_row<T: Copy, R: Reducer<T>>(r: &R, x: &[T]) -> R::A {
+fn reduce_row_loop<T: Copy, R: Reducer<T>>(r: &R, x: &[T]) -> R::A {
     const W: usize = 8;
     let mut lanes = [r.init(); W];
     let mut chunks = x.chunks_exact(W);
@@ -443,6 +453,154 @@ fn reduce_row<T: Copy, R: Reducer<T>>(r: &R, x: &[T]) -> R::A {
         acc = r.step(acc, v);
     }
     acc
+}
+
+/// Merges [`reduce_row_loop`] over the reduced rows `k0..k1` of the kept
+/// position at offset `base`.
+#[inline(always)]
+fn rows_loop<T: RNum, R: Reducer<T>>(r: &R, x: &[T], plan: &Plan, base: usize, k0: usize, k1: usize) -> R::A {
+    let l = plan.inner;
+    let mut acc = r.init();
+    for k in k0..k1 {
+        let off = base + plan.red.at(k);
+        acc = r.merge(acc, reduce_row_loop(r, &x[off..off + l]));
+    }
+    acc
+}
+
+/// Accumulates columns `t0..t1` of the reduced rows `k0..k1` (innermost
+/// axis kept) of the kept position at offset `base`, one accumulator per
+/// column.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn tile_loop<T: RNum, R: Reducer<T>>(
+    r: &R,
+    x: &[T],
+    plan: &Plan,
+    base: usize,
+    t0: usize,
+    t1: usize,
+    k0: usize,
+    k1: usize,
+) -> Vec<R::A> {
+    let mut acc = vec![r.init(); t1 - t0];
+    for k in k0..k1 {
+        let off = base + plan.red.at(k) + t0;
+        let row = &x[off..off + (t1 - t0)];
+        for (a, v) in acc.iter_mut().zip(row) {
+            *a = r.step(*a, *v);
+        }
+    }
+    acc
+}
+
+/// The outputs of kept positions `first..` on the calling thread, `out`
+/// holding their values (one per position, or a row of `inner`).
+#[inline(always)]
+fn items_loop<T: RNum, R: Reducer<T>, const ADD: bool>(
+    r: &R,
+    x: &[T],
+    plan: &Plan,
+    first: usize,
+    out: &mut [T],
+) {
+    let c = if plan.inner_reduced { 1 } else { plan.inner };
+    for (j, o) in out.chunks_mut(c).enumerate() {
+        let i = first + j;
+        let base = plan.kept.at(i);
+        if plan.inner_reduced {
+            let acc = rows_loop(r, x, plan, base, 0, plan.red.n);
+            put::<T, ADD>(&mut o[0], r.finish(acc, plan.count));
+            continue;
+        }
+        let l = plan.inner;
+        for t in 0..l.div_ceil(TILE) {
+            let (t0, t1) = (t * TILE, ((t + 1) * TILE).min(l));
+            let acc = tile_loop(r, x, plan, base, t0, t1, 0, plan.red.n);
+            for (o, a) in o[t0..t1].iter_mut().zip(acc) {
+                put::<T, ADD>(o, r.finish(a, plan.count));
+            }
+        }
+    }
+}
+
+// The loops above, each as a `LevelKernel`, so that `run_at_level` runs
+// them in their AVX-512, AVX2+FMA or plain build (whole loops per call:
+// the level is looked up once per row piece or per group of outputs).
+
+/// [`reduce_row_loop`] as a kernel.
+struct RowK<'a, T, R> {
+    r: &'a R,
+    x: &'a [T],
+}
+
+impl<T: Copy, R: Reducer<T>> LevelKernel for RowK<'_, T, R> {
+    type Out = R::A;
+    #[inline(always)]
+    fn run(self) -> R::A {
+        reduce_row_loop(self.r, self.x)
+    }
+}
+
+/// [`rows_loop`] as a kernel.
+struct RowsK<'a, T, R> {
+    r: &'a R,
+    x: &'a [T],
+    plan: &'a Plan,
+    base: usize,
+    k0: usize,
+    k1: usize,
+}
+
+impl<T: RNum, R: Reducer<T>> LevelKernel for RowsK<'_, T, R> {
+    type Out = R::A;
+    #[inline(always)]
+    fn run(self) -> R::A {
+        rows_loop(self.r, self.x, self.plan, self.base, self.k0, self.k1)
+    }
+}
+
+/// [`tile_loop`] as a kernel.
+struct TileK<'a, T, R> {
+    r: &'a R,
+    x: &'a [T],
+    plan: &'a Plan,
+    base: usize,
+    t0: usize,
+    t1: usize,
+    k0: usize,
+    k1: usize,
+}
+
+impl<T: RNum, R: Reducer<T>> LevelKernel for TileK<'_, T, R> {
+    type Out = Vec<R::A>;
+    #[inline(always)]
+    fn run(self) -> Vec<R::A> {
+        tile_loop(self.r, self.x, self.plan, self.base, self.t0, self.t1, self.k0, self.k1)
+    }
+}
+
+/// [`items_loop`] as a kernel.
+struct ItemsK<'a, T, R, const ADD: bool> {
+    r: &'a R,
+    x: &'a [T],
+    plan: &'a Plan,
+    first: usize,
+    out: &'a mut [T],
+}
+
+impl<T: RNum, R: Reducer<T>, const ADD: bool> LevelKernel for ItemsK<'_, T, R, ADD> {
+    type Out = ();
+    #[inline(always)]
+    fn run(self) {
+        items_loop::<T, R, ADD>(self.r, self.x, self.plan, self.first, self.out)
+    }
+}
+
+/// Reduces a contiguous row ([`reduce_row_loop`] in the build for the
+/// current [`SimdLevel`](crate::kernels::simd_math::SimdLevel)).
+fn reduce_row<T: Copy, R: Reducer<T>>(r: &R, x: &[T]) -> R::A {
+    run_at_level(RowK { r, x })
 }
 
 /// Reduces `x` (contiguous, of the planned shape) into `out` under `req`.
@@ -494,39 +652,26 @@ fn run<T: RNum, R: Reducer<T>, const ADD: bool>(r: &R, x: &[T], plan: &Plan, out
     if par && items >= 8 {
         let per = items.div_ceil(parallel::num_threads() * 4).max(1);
         parallel::for_each_chunk_mut(out, per * c, |ci, oc| {
-            for (j, o) in oc.chunks_mut(c).enumerate() {
-                item::<T, R, ADD>(r, x, plan, ci * per + j, o, false);
-            }
+            run_at_level(ItemsK::<T, R, ADD> { r, x, plan, first: ci * per, out: oc })
         });
-    } else {
+    } else if par {
         for (i, o) in out.chunks_mut(c).enumerate() {
-            item::<T, R, ADD>(r, x, plan, i, o, par);
+            item_par::<T, R, ADD>(r, x, plan, i, o);
         }
+    } else {
+        run_at_level(ItemsK::<T, R, ADD> { r, x, plan, first: 0, out });
     }
     Ok(())
 }
 
-/// Computes the outputs of kept position `i` (one value, or a row of `inner`).
-fn item<T: RNum, R: Reducer<T>, const ADD: bool>(
-    r: &R,
-    x: &[T],
-    plan: &Plan,
-    i: usize,
-    out: &mut [T],
-    par: bool,
-) {
+/// Computes the outputs of kept position `i` (one value, or a row of
+/// `inner`), splitting its reduction over the pool.
+fn item_par<T: RNum, R: Reducer<T>, const ADD: bool>(r: &R, x: &[T], plan: &Plan, i: usize, out: &mut [T]) {
     let base = plan.kept.at(i);
     let nred = plan.red.n;
     let l = plan.inner;
     if plan.inner_reduced {
-        let acc = if !par {
-            let mut acc = r.init();
-            for k in 0..nred {
-                let off = base + plan.red.at(k);
-                acc = r.merge(acc, reduce_row(r, &x[off..off + l]));
-            }
-            acc
-        } else if nred == 1 {
+        let acc = if nred == 1 {
             let row = &x[base..base + l];
             let parts: Vec<R::A> = parallel::map(row.len().div_ceil(ROW_PIECE), |c| {
                 reduce_row(r, &row[c * ROW_PIECE..][..ROW_PIECE.min(row.len() - c * ROW_PIECE)])
@@ -535,48 +680,32 @@ fn item<T: RNum, R: Reducer<T>, const ADD: bool>(
         } else {
             let per = nred.div_ceil(64).max(1);
             let parts: Vec<R::A> = parallel::map(nred.div_ceil(per), |g| {
-                let mut acc = r.init();
-                for k in g * per..((g + 1) * per).min(nred) {
-                    let off = base + plan.red.at(k);
-                    acc = r.merge(acc, reduce_row(r, &x[off..off + l]));
-                }
-                acc
+                run_at_level(RowsK { r, x, plan, base, k0: g * per, k1: ((g + 1) * per).min(nred) })
             });
             parts.into_iter().fold(r.init(), |a, b| r.merge(a, b))
         };
         put::<T, ADD>(&mut out[0], r.finish(acc, plan.count));
         return;
     }
-    // innermost axis kept: accumulate rows of `l` columns, tile by tile
-    let tile_acc = |t0: usize, t1: usize, k0: usize, k1: usize| -> Vec<R::A> {
-        let mut acc = vec![r.init(); t1 - t0];
-        for k in k0..k1 {
-            let off = base + plan.red.at(k) + t0;
-            let row = &x[off..off + (t1 - t0)];
-            for (a, v) in acc.iter_mut().zip(row) {
-                *a = r.step(*a, *v);
-            }
-        }
-        acc
-    };
+    // innermost axis kept: accumulate rows of `l` columns, tile by tile,
+    // the reduced rows split into groups
     let ntiles = l.div_ceil(TILE);
-    if !par {
-        for t in 0..ntiles {
-            let (t0, t1) = (t * TILE, ((t + 1) * TILE).min(l));
-            let acc = tile_acc(t0, t1, 0, nred);
-            for (o, a) in out[t0..t1].iter_mut().zip(acc) {
-                put::<T, ADD>(o, r.finish(a, plan.count));
-            }
-        }
-        return;
-    }
     let want = parallel::num_threads() * 4;
     let groups = if ntiles >= want { 1 } else { want.div_ceil(ntiles).min(nred).max(1) };
     let per = nred.div_ceil(groups);
     let groups = nred.div_ceil(per);
     let parts: Vec<Vec<R::A>> = parallel::map(ntiles * groups, |u| {
         let (t, g) = (u / groups, u % groups);
-        tile_acc(t * TILE, ((t + 1) * TILE).min(l), g * per, ((g + 1) * per).min(nred))
+        run_at_level(TileK {
+            r,
+            x,
+            plan,
+            base,
+            t0: t * TILE,
+            t1: ((t + 1) * TILE).min(l),
+            k0: g * per,
+            k1: ((g + 1) * per).min(nred),
+        })
     });
     for t in 0..ntiles {
         let (t0, t1) = (t * TILE, ((t + 1) * TILE).min(l));
@@ -650,4 +779,92 @@ pub(crate) fn arg_reduce<T: RNum>(
         }
     }
     Ok(idx)
+}
+
+#[cfg(test)]
+mod level_tests {
+    use super::*;
+    use crate::kernels::simd_math::{run_at, SimdLevel};
+
+    /// Values in [-3, 3) (some NaN when `nan`), converted to `T`.
+    fn data<T: RNum>(n: usize, seed: u64, nan: bool) -> Vec<T> {
+        let mut s = seed | 1;
+        (0..n)
+            .map(|i| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                let v = (s >> 11) as f64 / (1u64 << 53) as f64 * 6.0 - 3.0;
+                T::from_f64(if nan && i % 97 == 13 { f64::NAN } else { v })
+            })
+            .collect()
+    }
+
+    /// `x` reduced over `mask` by `r` at `level` on the calling thread,
+    /// each output as f64 bits, plus the whole-row reduction of `x`.
+    fn at<T: RNum, R: Reducer<T>>(
+        level: SimdLevel,
+        r: &R,
+        x: &[T],
+        shape: &[usize],
+        mask: &[bool],
+    ) -> Vec<u64>
+    where
+        R::A: Into<f64>,
+    {
+        let plan = Plan::new(shape, mask);
+        let mut out = vec![T::from_f64(0.0); plan.out_len];
+        run_at(level, ItemsK::<T, R, false> { r, x, plan: &plan, first: 0, out: &mut out });
+        let mut bits: Vec<u64> = out.iter().map(|v| v.to_f64().to_bits()).collect();
+        bits.push(run_at(level, RowK { r, x }).into().to_bits());
+        let tile = run_at(level, TileK { r, x, plan: &plan, base: 0, t0: 0, t1: 1, k0: 0, k1: 1 });
+        bits.extend(tile.into_iter().map(|a| a.into().to_bits()));
+        bits
+    }
+
+    fn agree<T: RNum, R: Reducer<T>>(what: &str, r: R, nan: bool)
+    where
+        R::A: Into<f64>,
+    {
+        let cases: [(&[usize], &[bool]); 6] = [
+            (&[1000, 37], &[false, true]),
+            (&[37, 1000], &[true, false]),
+            (&[5, 6, 7], &[true, false, true]),
+            (&[6, 5, 7, 3], &[false, true, false, true]),
+            (&[10_007], &[true]),
+            (&[3, 5000], &[true, true]),
+        ];
+        for (shape, mask) in cases {
+            let x = data::<T>(shape.iter().product(), shape.len() as u64 * 7919, nan);
+            let plain = at(SimdLevel::Plain, &r, &x, shape, mask);
+            for level in [SimdLevel::Avx2Fma, SimdLevel::Avx512] {
+                if level.is_supported() {
+                    assert_eq!(plain, at(level, &r, &x, shape, mask), "{what} at {level}, shape {shape:?}");
+                }
+            }
+        }
+    }
+
+    /// Every build the CPU supports reduces to the same bits as the plain one.
+    #[test]
+    fn simd_levels_agree() {
+        for nan in [false, true] {
+            agree::<f32, _>("f32 sum", Sum::<false>, nan);
+            agree::<f32, _>("f32 mean", Sum::<true>, nan);
+            agree::<f32, _>("f32 nansum", SkipNan(Sum::<false>), nan);
+            agree::<f32, _>("f32 prod", Prod, nan);
+            agree::<f32, _>("f32 norm1", Norm::<1>, nan);
+            agree::<f32, _>("f32 norm2", Norm::<2>, nan);
+            agree::<f64, _>("f64 sum", Sum::<false>, nan);
+            agree::<f64, _>("f64 norm2", Norm::<2>, nan);
+            agree::<f16, _>("f16 sum", Sum::<false>, nan);
+            agree::<bf16, _>("bf16 norm2", Norm::<2>, nan);
+            agree::<f64, _>("f64 max", Max, nan);
+            agree::<f64, _>("f64 min", Min, nan);
+        }
+        agree::<f32, _>("f32 max", Max, false);
+        agree::<f32, _>("f32 min", Min, true);
+        agree::<u8, _>("u8 max", Max, false);
+        agree::<i32, _>("i32 min", Min, false);
+    }
 }

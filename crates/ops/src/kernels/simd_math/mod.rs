@@ -314,6 +314,61 @@ fn binary_serial<T: Copy, F: Fn(T, T) -> T>(a: &[T], b: &[T], out: &mut [T], f: 
     binary_loop(a, b, out, f)
 }
 
+// ---------------------------------------------------------------------------
+// Per-level builds for other modules.
+
+/// A loop that other modules of the crate want built per [`SimdLevel`]:
+/// [`run_at_level`] calls [`LevelKernel::run`] inside a function compiled
+/// for the current level. Implementations mark `run` `#[inline(always)]`
+/// and call only `#[inline(always)]` code in their hot loop, so that the
+/// whole loop is compiled (and vectorised) for that level.
+pub(crate) trait LevelKernel {
+    /// What the loop returns.
+    type Out;
+    /// The loop.
+    fn run(self) -> Self::Out;
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn level_kernel_avx2<K: LevelKernel>(k: K) -> K::Out {
+    k.run()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+unsafe fn level_kernel_avx512<K: LevelKernel>(k: K) -> K::Out {
+    k.run()
+}
+
+/// Runs `k` in its build for [`simd_level`] (AVX-512, AVX2+FMA or plain).
+#[inline(always)]
+pub(crate) fn run_at_level<K: LevelKernel>(k: K) -> K::Out {
+    // SAFETY: simd_level() never exceeds what the CPU supports.
+    unsafe { run_unchecked(simd_level(), k) }
+}
+
+/// Runs `k` in its build for `level`, lowered to the best level the CPU
+/// supports (for tests comparing the builds).
+#[cfg(test)]
+pub(crate) fn run_at<K: LevelKernel>(level: SimdLevel, k: K) -> K::Out {
+    // SAFETY: the level is lowered to one the CPU supports.
+    unsafe { run_unchecked(level.min(SimdLevel::best_supported()), k) }
+}
+
+/// # Safety
+/// The CPU must support `level`.
+#[inline(always)]
+unsafe fn run_unchecked<K: LevelKernel>(level: SimdLevel, k: K) -> K::Out {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx512 => level_kernel_avx512(k),
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2Fma => level_kernel_avx2(k),
+        _ => k.run(),
+    }
+}
+
 // Parallel drivers: split long slices over the pool, run short ones inline.
 
 #[inline(always)]

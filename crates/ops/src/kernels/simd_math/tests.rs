@@ -394,10 +394,10 @@ fn dispatch_paths_agree() {
                 if !levels_run.contains(&level) {
                     levels_run.push(level);
                 }
-                for i in 0..x.len() {
-                    assert!(same(plain.0[i], got.0[i]), "{level} {name}({:e})", x[i]);
-                    assert!(same(plain.1[i], got.1[i]), "{level} {name} in place ({:e})", x[i]);
-                    assert!(same(plain.2[i], got.2[i]), "{level} {name} binary ({:e})", x[i]);
+                for (i, v) in x.iter().enumerate() {
+                    assert!(same(plain.0[i], got.0[i]), "{level} {name}({v:e})");
+                    assert!(same(plain.1[i], got.1[i]), "{level} {name} in place ({v:e})");
+                    assert!(same(plain.2[i], got.2[i]), "{level} {name} binary ({v:e})");
                 }
             }
         }
