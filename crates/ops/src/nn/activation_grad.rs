@@ -39,13 +39,8 @@ impl Act {
     #[inline(always)]
     fn grad<C: num_traits::Float>(self, og: C, y: C) -> C {
         match self {
-            Act::Relu => {
-                if y > C::zero() {
-                    og
-                } else {
-                    C::zero()
-                }
-            }
+            // a select, not a branch: the sign of y is data-dependent
+            Act::Relu => og * C::from(u8::from(y > C::zero())).unwrap_or_else(C::zero),
             Act::Sigmoid => og * (y * (C::one() - y)),
             Act::Tanh => og * (C::one() - y * y),
         }
@@ -73,9 +68,21 @@ fn forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<(
             y.shape()
         )));
     }
-    oxnet_core::with_float_dtype!(out.dtype(), T => apply::<T, _>(og, y, out, ctx.req[0], |g: T, v: T| {
-        T::from_compute(act.grad(g.to_compute(), v.to_compute()))
-    }))
+    // one loop per activation, so that each compiles to branch-free vector code
+    oxnet_core::with_float_dtype!(out.dtype(), T => {
+        let req = ctx.req[0];
+        match act {
+            Act::Relu => apply::<T, _>(og, y, out, req, |g: T, v: T| {
+                T::from_compute(Act::Relu.grad(g.to_compute(), v.to_compute()))
+            }),
+            Act::Sigmoid => apply::<T, _>(og, y, out, req, |g: T, v: T| {
+                T::from_compute(Act::Sigmoid.grad(g.to_compute(), v.to_compute()))
+            }),
+            Act::Tanh => apply::<T, _>(og, y, out, req, |g: T, v: T| {
+                T::from_compute(Act::Tanh.grad(g.to_compute(), v.to_compute()))
+            }),
+        }
+    })
 }
 
 /// Gradients of `og · f'(y)`: with respect to `og` the same map applied to
