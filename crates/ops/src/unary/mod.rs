@@ -23,6 +23,9 @@ mod maths_tests;
 mod rounding;
 #[cfg(test)]
 mod rounding_tests;
+mod special;
+#[cfg(test)]
+mod special_tests;
 #[cfg(test)]
 mod tests;
 
@@ -178,6 +181,7 @@ pub(crate) fn register() {
     maths::register();
     rounding::register();
     hard_sigmoid::register();
+    special::register();
     let reg = |def: OpDef| {
         registry::register(def);
     };
