@@ -11,6 +11,7 @@ mod loss;
 mod loss_output;
 mod prelu;
 mod softmax;
+mod softmax_activation;
 
 use crate::kernels::simd_math;
 use crate::util::call;
@@ -20,6 +21,7 @@ use oxnet_core::{AttrValue, DType, Element, Error, FloatElement, NDArray, Req, R
 /// Registers this module's operators.
 pub(crate) fn register() {
     softmax::register();
+    softmax_activation::register();
     activation::register();
     activation_grad::register();
     dropout::register();

@@ -1,4 +1,12 @@
 //! `softmax`, `log_softmax` and `softmin` along an axis, with temperature.
+//!
+//! `dtype` (None, float16, float32 or float64) sets the output's dtype: the
+//! input is converted to it first when it is wider, so that a float16 input
+//! with a float32 output computes in float32; the gradient comes back in
+//! the input's dtype. `softmax` with `use_length=True` takes a second input
+//! `length` (integers, the data's shape without `axis`): each slice along
+//! `axis` is normalised over its first `length` entries and is 0 beyond
+//! them; `length` gets a zero gradient.
 
 use super::{mul, scalar_op, split_axis, sub, sum_keep, unary};
 use crate::kernels::simd_math;
@@ -7,7 +15,8 @@ use oxnet_core::attrs::Attrs;
 use oxnet_core::shape::normalize_axis;
 use oxnet_core::store::store_slice;
 use oxnet_core::{
-    registry, AttrKind, AttrSpec, Error, FloatElement, GradCtx, NDArray, OpContext, OpDef, Req, Result,
+    registry, AttrKind, AttrSpec, DType, Error, FloatElement, GradCtx, NDArray, OpContext, OpDef, Req,
+    Result, Shape,
 };
 use std::sync::Arc;
 
@@ -225,15 +234,97 @@ fn scale_of(attrs: &Attrs, kind: Kind) -> Result<f64> {
     Ok(if kind == Kind::Softmin { -1.0 / t } else { 1.0 / t })
 }
 
+/// Softmax over the first `len` entries of each `(outer, inner)` slice
+/// along the axis, 0 beyond them (a length is clamped to `[0, n]`).
+fn masked_softmax<T: FloatElement>(
+    x: &[T],
+    y: &mut [T],
+    lens: &[i64],
+    dims: (usize, usize, usize),
+    scale: f64,
+) where
+    T::Compute: FastMath,
+{
+    type C<T> = <T as FloatElement>::Compute;
+    let (outer, n, inner) = dims;
+    let scale = <C<T> as num_traits::NumCast>::from(scale).unwrap_or_else(C::<T>::one);
+    let mut buf = vec![C::<T>::zero(); n];
+    for o in 0..outer {
+        for j in 0..inner {
+            let at = |i: usize| o * n * inner + i * inner + j;
+            let l = lens[o * inner + j].clamp(0, n as i64) as usize;
+            for (i, b) in buf.iter_mut().enumerate().take(l) {
+                *b = x[at(i)].to_compute() * scale;
+            }
+            let m = lanes_max(&buf[..l]);
+            for b in buf[..l].iter_mut() {
+                *b = *b - m;
+            }
+            C::<T>::exp_slice(&mut buf[..l]);
+            let inv = C::<T>::one() / lanes_sum(&buf[..l]);
+            for i in 0..n {
+                y[at(i)] = T::from_compute(if i < l { buf[i] * inv } else { C::<T>::zero() });
+            }
+        }
+    }
+}
+
+/// The `length` input as integers (MXNet takes integer dtypes only).
+fn lengths(length: &NDArray, expected: usize) -> Result<Vec<i64>> {
+    if !length.dtype().is_int() {
+        return Err(Error::DType(format!(
+            "softmax: `length` must have an integer dtype, got {}",
+            length.dtype()
+        )));
+    }
+    if length.size() != expected {
+        return Err(Error::Shape(format!(
+            "softmax: `length` has shape {:?}, expected the data's shape without `axis` ({expected} elements)",
+            length.shape()
+        )));
+    }
+    length.to_vec::<i64>()
+}
+
+fn use_length(attrs: &Attrs) -> Result<bool> {
+    match attrs.get("use_length")? {
+        oxnet_core::AttrValue::None => Ok(false),
+        _ => attrs.bool("use_length"),
+    }
+}
+
 fn forward(kind: Kind, ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<()> {
     let req = ctx.req[0];
     if req == Req::Null {
         return Ok(());
     }
-    let (x, out) = (&inputs[0], &outputs[0]);
+    let out = &outputs[0];
+    if inputs[0].dtype() != out.dtype() {
+        // `dtype`: compute in the wider of the two dtypes, then convert
+        let x = &inputs[0];
+        let xc = if out.dtype().size() > x.dtype().size() { x.astype(out.dtype())? } else { x.clone() };
+        let mut args = vec![&xc];
+        args.extend(inputs.get(1));
+        let attrs: Vec<(&str, oxnet_core::AttrValue)> = ["axis", "temperature", "use_length"]
+            .iter()
+            .map(|k| Ok((*k, ctx.attrs.get(k)?.clone())))
+            .collect::<Result<_>>()?;
+        let y = crate::util::call(kind.name(), &args, &attrs)?;
+        return oxnet_core::store::store(req, out, &y.astype(out.dtype())?);
+    }
+    let x = &inputs[0];
     let axis = normalize_axis(ctx.attrs.int("axis")?, x.ndim())?;
     let dims = split_axis(x.shape(), axis);
     let scale = scale_of(ctx.attrs, kind)?;
+    if let Some(length) = inputs.get(1) {
+        let lens = lengths(length, dims.0 * dims.2)?;
+        oxnet_core::with_float_dtype!(x.dtype(), T => {
+            let mut tmp = vec![<T as oxnet_core::Element>::zero(); x.size()];
+            masked_softmax::<T>(x.as_slice()?, &mut tmp, &lens, dims, scale);
+            store_slice(req, out.as_mut_slice::<T>()?, &tmp);
+        });
+        return Ok(());
+    }
     oxnet_core::with_float_dtype!(x.dtype(), T => {
         if req == Req::Write {
             softmax_kernel::<T>(x.as_slice()?, out.as_mut_slice()?, dims, scale, kind);
@@ -267,11 +358,71 @@ fn grad(kind: Kind, g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
         }
     };
     let dx = if scale == 1.0 { dz } else { scalar_op("_mul_scalar", &dz, scale)? };
-    Ok(vec![Some(dx)])
+    let x = &g.inputs[0];
+    let dx = if dx.dtype() == x.dtype() {
+        dx
+    } else {
+        crate::util::call("cast", &[&dx], &[("dtype", oxnet_core::AttrValue::DType(x.dtype()))])?
+    };
+    let mut grads = vec![Some(dx)];
+    if let Some(length) = g.inputs.get(1) {
+        let needs = g.needs_grad.get(1).copied().unwrap_or(false);
+        grads.push(if needs { Some(unary("zeros_like", length)?) } else { None });
+    }
+    Ok(grads)
+}
+
+/// Output dtype: `dtype` when given, else the data's; `length` may have
+/// any dtype (the kernel asks for integers).
+fn infer_type(attrs: &Attrs, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
+    let want = match attrs.dtype("dtype")? {
+        Some(d) => Some(d),
+        None => {
+            if ins[0].is_none() {
+                ins[0] = outs[0];
+            }
+            ins[0]
+        }
+    };
+    let Some(want) = want else {
+        return Err(Error::DType("softmax: the data's dtype is not known".into()));
+    };
+    match outs[0] {
+        Some(have) if have != want => {
+            Err(Error::DType(format!("softmax: the output must have dtype {want}, got {have}")))
+        }
+        _ => {
+            outs[0] = Some(want);
+            Ok(())
+        }
+    }
+}
+
+/// Shapes: the output is the data's; `length` is the data's without `axis`.
+fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+    if let Some(s) = ins[0].as_ref().or(outs[0].as_ref()) {
+        let axis = normalize_axis(attrs.int("axis")?, s.len())?;
+        if ins.len() > 1 {
+            let mut len_shape = s.as_slice().to_vec();
+            len_shape.remove(axis);
+            let len_shape = Shape::from(len_shape);
+            match &ins[1] {
+                Some(have) if *have != len_shape => {
+                    return Err(Error::Shape(format!(
+                    "softmax: `length` has shape {:?}, expected {:?} (the data's shape without axis {axis})",
+                    have.as_slice(),
+                    len_shape.as_slice()
+                )))
+                }
+                _ => ins[1] = Some(len_shape),
+            }
+        }
+    }
+    oxnet_core::op::same_shape(attrs, &mut ins[..1], outs)
 }
 
 fn def(kind: Kind, doc: &str) -> OpDef {
-    OpDef::new(kind.name())
+    let def = OpDef::new(kind.name())
         .doc(doc)
         .attr(AttrSpec::optional("axis", AttrKind::Int, -1i64, "The axis to normalise over."))
         .attr(AttrSpec::optional(
@@ -280,18 +431,44 @@ fn def(kind: Kind, doc: &str) -> OpDef {
             "None",
             "Temperature t: the input is divided by t (None means 1).",
         ))
-        .prepare(|attrs| {
+        .attr(AttrSpec::optional(
+            "dtype",
+            AttrKind::DType,
+            oxnet_core::AttrValue::None,
+            "The output's dtype (None: the input's); float16, float32 or float64.",
+        ))
+        .attr(AttrSpec::optional(
+            "use_length",
+            AttrKind::Bool,
+            false,
+            "Whether to use the second input `length` (softmax only).",
+        ))
+        .prepare(move |attrs| {
             temperature(attrs)?;
+            if let Some(d) = attrs.dtype("dtype")? {
+                if !d.is_float() {
+                    return Err(Error::attr(
+                        "dtype",
+                        format!("must be float16, float32 or float64, got {d}"),
+                    ));
+                }
+            }
+            if use_length(attrs)? && kind != Kind::Softmax {
+                return Err(Error::attr("use_length", format!("{} takes no `length` input", kind.name())));
+            }
             Ok(Arc::new(()))
         })
-        .infer_shape(|attrs, ins, outs| {
-            if let Some(s) = ins[0].as_ref().or(outs[0].as_ref()) {
-                normalize_axis(attrs.int("axis")?, s.len())?;
-            }
-            oxnet_core::op::same_shape(attrs, ins, outs)
-        })
+        .infer_shape(infer_shape)
+        .infer_type(infer_type)
         .forward(move |ctx, i, o| forward(kind, ctx, i, o))
-        .grad_rule(move |g| grad(kind, g))
+        .grad_rule(move |g| grad(kind, g));
+    if kind == Kind::Softmax {
+        def.arguments_fn(|attrs| {
+            Ok(if use_length(attrs)? { vec!["data".into(), "length".into()] } else { vec!["data".into()] })
+        })
+    } else {
+        def
+    }
 }
 
 pub(super) fn register() {
@@ -305,6 +482,10 @@ pub(super) fn register() {
     ));
     registry::register(def(Kind::Softmin, "Softmin along `axis`: softmax of -x/t."));
 }
+
+#[cfg(test)]
+#[path = "softmax_extra_tests.rs"]
+mod extra_tests;
 
 #[cfg(test)]
 mod tests {

@@ -9,7 +9,7 @@
 //! `argmax`/`argmin` (`axis` int or None = flattened, `keepdims`;
 //! `argmax_channel` is argmax over the last axis) return
 //! indices in the input's dtype for floats and in int64 for integers.
-//! `norm` (`ord` 1 or 2, `axis`, `keepdims`) is the L1/L2 norm.
+//! `norm` (`ord` 1 or 2, `axis`, `keepdims`, `out_dtype`) is the L1/L2 norm.
 //!
 //! Two hidden helpers make the gradients differentiable again:
 //! `_backward_reshape_to` and `_backward_broadcast_to` (attribute `shape`),
@@ -251,6 +251,80 @@ fn float_dtype(_: &Attrs, ins: &mut [Option<DType>], outs: &mut [Option<DType>])
     oxnet_core::op::same_dtype(&Attrs::empty(), ins, outs)
 }
 
+/// `norm`'s dtypes: a float input; the output has `out_dtype` when given.
+fn norm_dtype(attrs: &Attrs, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
+    let Some(want) = norm_out_dtype(attrs)? else {
+        return float_dtype(attrs, ins, outs);
+    };
+    if let Some(dt) = ins[0] {
+        if !dt.is_float() {
+            return Err(Error::DType(format!("norm expects a floating-point input, got {dt}")));
+        }
+    }
+    match outs[0] {
+        Some(have) if have != want => {
+            Err(Error::DType(format!("norm: the output must have out_dtype {want}, got {have}")))
+        }
+        _ => {
+            outs[0] = Some(want);
+            Ok(())
+        }
+    }
+}
+
+fn norm_out_dtype(attrs: &Attrs) -> Result<Option<DType>> {
+    let dt = attrs.dtype("out_dtype")?;
+    match dt {
+        None | Some(DType::F16 | DType::F32 | DType::F64 | DType::I32 | DType::I64 | DType::I8) => Ok(dt),
+        Some(d) => Err(Error::attr("out_dtype", format!("norm cannot give {d}"))),
+    }
+}
+
+/// `norm`'s attributes without `out_dtype`.
+fn norm_plain_attrs(attrs: &Attrs) -> Result<Vec<(&'static str, AttrValue)>> {
+    Ok(vec![
+        ("ord", attrs.get("ord")?.clone()),
+        ("axis", attrs.get("axis")?.clone()),
+        ("keepdims", attrs.get("keepdims")?.clone()),
+    ])
+}
+
+/// `norm`: computed in the wider of the input's dtype and a float
+/// `out_dtype`, then converted to the output's dtype.
+fn norm_forward(ctx: &oxnet_core::OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
+    let (x, out) = (&ins[0], &outs[0]);
+    if x.dtype() == out.dtype() {
+        return reduce_forward(None)(ctx, ins, outs);
+    }
+    let wider = out.dtype().is_float() && out.dtype().size() > x.dtype().size();
+    let xc = if wider { x.astype(out.dtype())? } else { x.clone() };
+    let y = call("norm", &[&xc], &norm_plain_attrs(ctx.attrs)?)?;
+    let y = if y.dtype() == out.dtype() { y } else { y.astype(out.dtype())? };
+    oxnet_core::store::store(ctx.req[0], out, &y)
+}
+
+/// `norm`'s gradient; with an `out_dtype`, computed in the output's float
+/// dtype (else the input's) and returned in the input's.
+fn norm_grad(g: &oxnet_core::GradCtx) -> Result<Vec<Option<NDArray>>> {
+    let kind = norm_kind(g.attrs)?;
+    let (x, y, dy) = (&g.inputs[0], &g.outputs[0], &g.out_grads[0]);
+    if x.dtype() == y.dtype() || !g.needs_grad[0] {
+        return reduce_grad(kind, g);
+    }
+    let cast = |a: &NDArray, dt: DType| -> Result<NDArray> {
+        if a.dtype() == dt {
+            Ok(a.clone())
+        } else {
+            call("cast", &[a], &[("dtype", AttrValue::DType(dt))])
+        }
+    };
+    let dt = if y.dtype().is_float() { y.dtype() } else { x.dtype() };
+    let (xs, ys, dys) = ([cast(x, dt)?], [cast(y, dt)?], [cast(dy, dt)?]);
+    let inner = oxnet_core::GradCtx { inputs: &xs, outputs: &ys, out_grads: &dys, ..*g };
+    let dx = reduce_grad(kind, &inner)?;
+    Ok(vec![dx[0].as_ref().map(|d| cast(d, x.dtype())).transpose()?])
+}
+
 /// The gradient rules of the reductions, composed of operators.
 fn reduce_grad(kind: Kind, g: &oxnet_core::GradCtx) -> Result<Vec<Option<NDArray>>> {
     if !g.needs_grad[0] {
@@ -349,17 +423,20 @@ fn register_reductions() {
                 AttrValue::None,
                 "Axis or axes to reduce (negative counts from the end); None reduces all axes.",
             ))
+            .attr(AttrSpec::optional(
+                "out_dtype",
+                AttrKind::DType,
+                AttrValue::None,
+                "The output's dtype (None: the input's): float16, float32, float64, int32, int64 or int8.",
+            ))
             .attr(AttrSpec::optional("keepdims", AttrKind::Bool, false, "Keep reduced axes with length 1."))
             .infer_shape(|attrs, ins, outs| {
                 norm_kind(attrs)?;
                 reduce_infer(attrs, ins, outs)
             })
-            .infer_type(float_dtype)
-            .forward(reduce_forward(None))
-            .grad_rule(|g| {
-                let kind = norm_kind(g.attrs)?;
-                reduce_grad(kind, g)
-            }),
+            .infer_type(norm_dtype)
+            .forward(norm_forward)
+            .grad_rule(norm_grad),
     );
 }
 
