@@ -46,6 +46,7 @@
 //! | [`create`] | arrays without inputs: `_zeros`, `_ones`, `_full` |
 //! | [`random`] | sampling from the global generator (`_random_*`, `_sample_*`, `_sample_multinomial`, `_shuffle`) and densities (`_random_pdf_*`) |
 //! | [`sort`] | ordering: `topk`, `sort`, `argsort` |
+//! | [`contrib`] | checks and small `contrib` maths: `all_finite`, `multi_all_finite`, `contrib.allclose`, `contrib.div_sqrt_dim`, `contrib.quadratic` |
 //! | [`kernels`] | shared kernels: matrix products, SIMD maths |
 //!
 //! Families to come take folders of their own beside these (`rnn`),
@@ -53,6 +54,7 @@
 //! calls.
 
 pub mod binary;
+pub mod contrib;
 pub mod conv;
 pub mod create;
 pub mod indexing;
@@ -90,6 +92,7 @@ fn register() {
     random::register();
     create::register();
     resize::register();
+    contrib::register();
 }
 
 oxnet_core::register_operators!(register);

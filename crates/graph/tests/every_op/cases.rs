@@ -186,6 +186,14 @@ pub fn cases() -> Vec<Case> {
         case("rcbrt", &[], vec![pos(&[2, 3])]),
         case("degrees", &[], vec![m(&[2, 3])]),
         case("radians", &[], vec![m(&[2, 3])]),
+        case("gamma", &[], vec![uniform(&[2, 3], 0.2, 4.5)]),
+        case("gammaln", &[], vec![uniform(&[2, 3], 0.2, 6.0)]),
+        case("_backward_gammaln", &[], vec![m(&[2, 3]), uniform(&[2, 3], 0.2, 4.0)]),
+        case("_backward_gammaln", &[("order", "2")], vec![m(&[2, 3]), uniform(&[2, 3], 0.2, 4.0)]),
+        case("smooth_l1", &[], vec![m(&[2, 3])]),
+        case("smooth_l1", &[("scalar", "2.5")], vec![uniform(&[2, 3], -0.5, 0.5)]),
+        case("_contrib_quadratic", &[("a", "0.7"), ("b", "-1.2"), ("c", "0.3")], vec![m(&[2, 3])]),
+        case("_contrib_div_sqrt_dim", &[], vec![m(&[2, 4])]),
         // zero gradient by definition
         case("sign", &[], vec![m(&[2, 3])]),
         case("logical_not", &[], vec![m(&[2, 3])]),
@@ -322,6 +330,7 @@ pub fn cases() -> Vec<Case> {
         case("min", &[("axis", "(0,)"), ("keepdims", "True")], vec![m(&[3, 4])]),
         case("norm", &[], vec![m(&[3, 4])]),
         case("norm", &[("ord", "1"), ("axis", "(1,)")], vec![m(&[3, 4])]),
+        case("norm", &[("axis", "(1,)"), ("out_dtype", "float32")], vec![m(&[3, 4])]),
         case("argmax", &[("axis", "1")], vec![m(&[3, 4])]),
         case("argmin", &[], vec![m(&[3, 4])]),
         // --- linear algebra
@@ -512,6 +521,15 @@ pub fn cases() -> Vec<Case> {
         // --- softmax family and losses
         case("softmax", &[], vec![m(&[2, 4])]),
         case("softmax", &[("axis", "0"), ("temperature", "2.0")], vec![m(&[3, 2])]),
+        case("softmax", &[("dtype", "float32")], vec![m(&[2, 4])]),
+        case(
+            "softmax",
+            &[("axis", "1"), ("use_length", "True")],
+            vec![m(&[2, 4, 2]), idx(&[1., 4., 2., 0.], &[2, 2]).dtype(DType::I32)],
+        ),
+        case("log_softmax", &[("dtype", "float32")], vec![m(&[2, 4])]),
+        case("SoftmaxActivation", &[], vec![m(&[2, 3, 2])]),
+        case("SoftmaxActivation", &[("mode", "channel")], vec![m(&[2, 3, 2])]),
         case("softmin", &[("axis", "1")], vec![m(&[2, 3, 2])]),
         case("log_softmax", &[("temperature", "0.7")], vec![m(&[2, 4])]),
         case("softmax_cross_entropy", &[], vec![m(&[3, 4]), idx(&[1., 3., 0.], &[3])]),

@@ -1,0 +1,19 @@
+//! Small operators of MXNet 1.9.1's checks and `contrib` namespace:
+//!
+//! - [`finite`]: `all_finite`, `multi_all_finite` (one float32 flag: 1 when
+//!   every element is finite) and `_contrib_allclose` (numpy's `allclose`
+//!   as a uint8 scalar). None of them is differentiable, as in MXNet.
+//! - [`scaling`]: `_contrib_div_sqrt_dim` (`data / sqrt(data.shape[-1])`)
+//!   and `_contrib_quadratic` (`a x^2 + b x + c`), with gradients written
+//!   as operators.
+
+mod finite;
+mod scaling;
+#[cfg(test)]
+mod tests;
+
+/// Registers this module's operators.
+pub(crate) fn register() {
+    finite::register();
+    scaling::register();
+}
