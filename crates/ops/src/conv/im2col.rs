@@ -27,8 +27,53 @@ fn valid_range(g: &Geom3, a: usize, t: usize) -> (usize, usize) {
     ((lo as usize).min(hi), hi)
 }
 
+/// True when [`im2col_same_width`] applies: a 1-D or 2-D window at stride
+/// 1, undilated along the rows, whose output rows are as wide as the input
+/// rows (the usual "same" padding of 3x3, 5x5, ... kernels).
+fn same_width_2d(g: &Geom3) -> bool {
+    g.inp[0] == 1 && g.k[0] == 1 && g.p[0] == 0 && g.s == [1; 3] && g.d[2] == 1 && g.out[2] == g.inp[2]
+}
+
+/// [`im2col`] for [`same_width_2d`] windows. Output row `o1`, column `o2`
+/// of tap `t` reads input element `(o1 + t1·d1 - p1)·w + o2 + t2 - p2` of
+/// the plane: the same shift for the whole row of `col`, so it is one
+/// block copy per (channel, tap) instead of one short copy per output row,
+/// after which the columns that wrapped around a row edge and the rows
+/// that fall into the padding are zeroed.
+fn im2col_same_width<T: FloatElement>(x: &[T], c: usize, g: &Geom3, col: &mut [T]) {
+    let (in_size, p, w) = (g.in_size(), g.out_size(), g.inp[2]);
+    let mut rows = col.chunks_exact_mut(p.max(1));
+    for ch in 0..c {
+        let plane = &x[ch * in_size..(ch + 1) * in_size];
+        for t1 in 0..g.k[1] {
+            let (r_lo, r_hi) = valid_range(g, 1, t1);
+            for t2 in 0..g.k[2] {
+                let Some(row) = rows.next() else { return };
+                let (c_lo, c_hi) = valid_range(g, 2, t2);
+                let shift = (t1 * g.d[1]) as isize * w as isize - g.p[1] * w as isize + t2 as isize - g.p[2];
+                // destination positions whose source lies inside the plane
+                let j_lo = ((r_lo * w) as isize).max(-shift).max(0) as usize;
+                let j_hi = ((r_hi * w) as isize).min(in_size as isize - shift).max(j_lo as isize) as usize;
+                row[..j_lo].fill(T::zero());
+                let src = (j_lo as isize + shift) as usize;
+                row[j_lo..j_hi].copy_from_slice(&plane[src..src + (j_hi - j_lo)]);
+                row[j_hi..].fill(T::zero());
+                if c_lo > 0 || c_hi < w {
+                    for line in row[r_lo * w..r_hi * w].chunks_exact_mut(w) {
+                        line[..c_lo].fill(T::zero());
+                        line[c_hi..].fill(T::zero());
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Fills `col` (`c·taps x out_size`) from `x` (`c` input planes).
 pub(crate) fn im2col<T: FloatElement>(x: &[T], c: usize, g: &Geom3, col: &mut [T]) {
+    if same_width_2d(g) {
+        return im2col_same_width(x, c, g, col);
+    }
     let (in_size, p) = (g.in_size(), g.out_size());
     let [_, ih, iw] = g.inp;
     let mut rows = col.chunks_exact_mut(p.max(1));
@@ -124,6 +169,59 @@ mod tests {
         let lhs: f64 = col.iter().zip(&y).map(|(a, b)| a * b).sum();
         let rhs: f64 = x.iter().zip(&back).map(|(a, b)| a * b).sum();
         assert!((lhs - rhs).abs() < 1e-12);
+    }
+
+    /// im2col by definition: zero where a tap reads padding.
+    fn im2col_by_definition(x: &[f64], c: usize, g: &Geom3) -> Vec<f64> {
+        let mut col = Vec::new();
+        for ch in 0..c {
+            for t in taps(g) {
+                for o0 in 0..g.out[0] {
+                    for o1 in 0..g.out[1] {
+                        for o2 in 0..g.out[2] {
+                            let z = [g.coord(0, o0, t[0]), g.coord(1, o1, t[1]), g.coord(2, o2, t[2])];
+                            let inside = (0..3).all(|a| g.inside(a, z[a]));
+                            col.push(if inside {
+                                x[ch * g.in_size()
+                                    + (z[0] as usize * g.inp[1] + z[1] as usize) * g.inp[2]
+                                    + z[2] as usize]
+                            } else {
+                                0.0
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        col
+    }
+
+    #[test]
+    fn same_width_block_copies_match_the_definition() {
+        // (h, w, kernel, pad, dilate along rows): all keep the width
+        for (h, w, k, p, d) in [
+            (5, 4, [3, 3], [1, 1], 1),
+            (3, 6, [5, 5], [2, 2], 1),
+            (4, 3, [3, 1], [2, 0], 2),
+            (1, 5, [1, 3], [0, 1], 1),
+            (2, 2, [3, 3], [1, 1], 1),
+        ] {
+            let win = Window {
+                kernel: k.to_vec(),
+                stride: vec![1, 1],
+                dilate: vec![d, 1],
+                pad_before: p.to_vec(),
+                pad_after: p.to_vec(),
+            };
+            let out_h = h + 2 * p[0] - d * (k[0] - 1);
+            let g = win.geom3(&[h, w], &[out_h, w]);
+            assert!(same_width_2d(&g));
+            let c = 2;
+            let x: Vec<f64> = (0..c * h * w).map(|i| i as f64 + 1.0).collect();
+            let mut col = vec![f64::NAN; c * k[0] * k[1] * out_h * w];
+            im2col(&x, c, &g, &mut col);
+            assert_eq!(col, im2col_by_definition(&x, c, &g), "{h}x{w} k{k:?} p{p:?} d{d}");
+        }
     }
 
     #[test]
