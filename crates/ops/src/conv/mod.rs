@@ -1,6 +1,7 @@
 //! Convolution: `Convolution` (1-D to 3-D, grouped and depth-wise, dilated,
 //! padded, strided) and its transpose `Deconvolution` (with `adj` and
-//! `target_shape`), by im2col/col2im and the engine's matrix product.
+//! `target_shape`), by im2col/col2im and the engine's matrix product; the
+//! operators `im2col` and `col2im` on the same kernels.
 //!
 //! The window geometry ([`geometry`]) and the channel-last support
 //! ([`layout`]) are shared with the pooling family.
@@ -11,6 +12,7 @@ mod deconvolution;
 mod depthwise;
 pub(crate) mod geometry;
 mod im2col;
+mod im2col_op;
 pub(crate) mod layout;
 mod params;
 mod sums;
@@ -28,4 +30,5 @@ mod tests;
 pub(crate) fn register() {
     convolution::register();
     deconvolution::register();
+    im2col_op::register();
 }
