@@ -14,6 +14,8 @@ mod reshape;
 
 pub(crate) use reshape::lhs_dtype;
 mod broadcast_axis;
+mod depth_to_space;
+mod diag;
 mod pad;
 mod reverse;
 mod shape_array;
@@ -40,6 +42,8 @@ pub(crate) fn register() {
     pad::register();
     split_v2::register();
     tile::register();
+    depth_to_space::register();
+    diag::register();
 }
 
 /// Fills an inferred shape slot, or checks it against what it already holds.
