@@ -35,7 +35,9 @@ def _aux_dict(sym, aux_states):
 
 def _bind(sym, ctx, args, aux, grad_req="null", dtype=None, grads=None):
     ctx = ctx or default_context()
-    cast = (lambda a: a.astype(dtype)) if dtype is not None else (lambda a: a)
+    # dtype "asnumpy" (as MXNet's): each array keeps its own dtype
+    keep = dtype is None or (isinstance(dtype, str) and dtype == "asnumpy")
+    cast = (lambda a: a) if keep else (lambda a: a.astype(dtype))
     arg_nd = {k: array(cast(v), ctx=ctx, dtype=cast(v).dtype) for k, v in args.items()}
     aux_nd = {k: array(cast(v), ctx=ctx, dtype=cast(v).dtype) for k, v in aux.items()}
     return sym.bind(ctx, arg_nd, args_grad=grads, grad_req=grad_req, aux_states=aux_nd or None), arg_nd

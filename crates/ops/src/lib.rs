@@ -47,6 +47,8 @@
 //! | [`random`] | sampling from the global generator (`_random_*`, `_sample_*`, `_sample_multinomial`, `_shuffle`) and densities (`_random_pdf_*`) |
 //! | [`sort`] | ordering: `topk`, `sort`, `argsort` |
 //! | [`contrib`] | checks and small `contrib` maths: `all_finite`, `multi_all_finite`, `contrib.allclose`, `contrib.div_sqrt_dim`, `contrib.quadratic` |
+//! | [`sequence`] | `SequenceMask`, `SequenceReverse`, `SequenceLast` over (time, batch, ...) with optional lengths |
+//! | [`stats`] | statistics of values: `moments`, `_histogram` |
 //! | [`kernels`] | shared kernels: matrix products, SIMD maths |
 //!
 //! Families to come take folders of their own beside these (`rnn`),
@@ -68,8 +70,10 @@ pub mod pool;
 pub mod random;
 pub mod reduce;
 pub mod resize;
+pub mod sequence;
 pub mod shape_ops;
 pub mod sort;
+pub mod stats;
 pub mod unary;
 pub mod util;
 
@@ -93,6 +97,8 @@ fn register() {
     create::register();
     resize::register();
     contrib::register();
+    stats::register();
+    sequence::register();
 }
 
 oxnet_core::register_operators!(register);
