@@ -1,6 +1,7 @@
 //! Pooling: `Pooling` (max, avg, sum, lp; 1-D to 3-D; global; valid, full
-//! and same conventions) with its backward kernel.
+//! and same conventions) with its backward kernel; `contrib.AdaptiveAvgPooling2D`.
 
+mod adaptive;
 mod params;
 mod pooling;
 
@@ -12,4 +13,5 @@ mod tests;
 /// Registers this module's operators.
 pub(crate) fn register() {
     pooling::register();
+    adaptive::register();
 }
