@@ -170,9 +170,8 @@ pub(super) fn register() {
     );
 
     registry::register(
-        window_attrs(OpDef::new("col2im"))
+        window_attrs(OpDef::new("col2im").attr(AttrSpec::required("output_size", AttrKind::Ints, "The spatial dimension of image array: (w,), (h, w) or (d, h, w).")))
             .doc("Combines columns (N, C·prod(kernel), L) of sliding blocks into images (N, C, output_size...), adding up overlapping values: the transpose of im2col.")
-            .attr(AttrSpec::required("output_size", AttrKind::Ints, "The spatial dimension of image array: (w,), (h, w) or (d, h, w)."))
             .infer_shape(|attrs, ins, outs| {
                 let Some(x) = &ins[0] else { return Ok(()) };
                 set_shape(&mut outs[0], col2im_shape(x, attrs)?.0, "the output of col2im")
