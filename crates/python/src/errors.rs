@@ -3,8 +3,9 @@
 //! An error that started as a Python exception (raised inside a custom
 //! operator's hook) comes back as an exception of the same type, its message
 //! prefixed with the operator that raised it and its `__cause__` the original
-//! exception (whose traceback points into the user's code). Every other
-//! engine error becomes `oxnet.base.MXNetError`.
+//! exception (whose traceback points into the user's code). An error whose
+//! message starts with `IndexError: ` (as MXNet's) becomes `IndexError`;
+//! every other engine error becomes `oxnet.base.MXNetError`.
 
 use oxnet_core::Error;
 use pyo3::exceptions::PyRuntimeError;
@@ -22,6 +23,10 @@ pyo3::create_exception!(
 pub fn to_py(err: Error) -> PyErr {
     Python::attach(|py| match original_exception(&err) {
         Some(original) => rethrow_with_context(py, original, &err),
+        // as MXNet's error-type prefixes: an operator's "IndexError: ..." is an IndexError
+        None if matches!(err.root(), Error::Invalid(m) if m.starts_with("IndexError: ")) => {
+            pyo3::exceptions::PyIndexError::new_err(err.to_string())
+        }
         None => MXNetError::new_err(err.to_string()),
     })
 }
