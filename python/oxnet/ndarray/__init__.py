@@ -13,6 +13,7 @@ from .._oxnet import NDArray
 from . import contrib, linalg, random, _internal
 from ._helpers import concatenate, eye, from_numpy, linspace, moveaxis, onehot_encode
 from ._helpers import from_dlpack, to_dlpack_for_read, to_dlpack_for_write
+from ._helpers import histogram
 from ._ops import keep as _keep_ops, refresh as _refresh_ops
 
 __all__ = [

@@ -116,3 +116,16 @@ def to_dlpack_for_read(data):
 def to_dlpack_for_write(data):
     """A DLPack capsule sharing ``data``'s memory, for writing."""
     return data.to_dlpack_for_write()
+
+def histogram(a, bins=10, range=None):  # pylint: disable=redefined-builtin
+    """The histogram of ``a`` (flattened): ``(counts, bin_edges)``. ``bins``
+    is a bin count (equal widths over ``range``) or an NDArray of edges, as
+    MXNet's; a count without ``range`` takes numpy's result, as MXNet does."""
+    if isinstance(bins, NDArray):
+        return _oxnet.invoke(_oxnet.op_handle("_histogram"), (a, bins), {})
+    if isinstance(bins, numbers.Integral):
+        if range is None:
+            counts, edges = np.histogram(a.asnumpy(), bins=int(bins))
+            return _oxnet.array(counts, None, "int64"), _oxnet.array(edges, None, None)
+        return _oxnet.invoke(_oxnet.op_handle("_histogram"), (a,), {"bin_cnt": int(bins), "range": tuple(range)})
+    raise ValueError("bins argument should be either an integer or an NDArray")

@@ -27,3 +27,15 @@ from ._arith import NAMES as _ARITH, pow, power, maximum, minimum, hypot  # noqa
 from ._ops import keep as _keep_ops  # noqa: E402
 
 _keep_ops(_ARITH)
+
+
+def histogram(a, bins=10, range=None):  # pylint: disable=redefined-builtin
+    """The histogram of ``a`` (flattened) as a two-output symbol: ``bins`` is
+    a bin count over ``range`` or a Symbol of bin edges, as MXNet's."""
+    if isinstance(bins, Symbol):
+        return _internal._histogram(data=a, bins=bins)
+    if isinstance(bins, int):
+        if range is None:
+            raise ValueError("histogram: a bin count needs a range in symbolic mode")
+        return _internal._histogram(data=a, bin_cnt=bins, range=tuple(range))
+    raise ValueError("bins argument should be either an integer or an Symbol")
