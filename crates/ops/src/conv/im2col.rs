@@ -52,11 +52,14 @@ fn im2col_same_width<T: FloatElement>(x: &[T], c: usize, g: &Geom3, col: &mut [T
                 let (c_lo, c_hi) = valid_range(g, 2, t2);
                 let shift = (t1 * g.d[1]) as isize * w as isize - g.p[1] * w as isize + t2 as isize - g.p[2];
                 // destination positions whose source lies inside the plane
-                let j_lo = ((r_lo * w) as isize).max(-shift).max(0) as usize;
-                let j_hi = ((r_hi * w) as isize).min(in_size as isize - shift).max(j_lo as isize) as usize;
+                let (row_lo, row_hi) = ((r_lo * w) as isize, (r_hi * w) as isize);
+                let j_lo = row_lo.max(-shift).min(row_hi) as usize;
+                let j_hi = row_hi.min(in_size as isize - shift).max(j_lo as isize) as usize;
                 row[..j_lo].fill(T::zero());
-                let src = (j_lo as isize + shift) as usize;
-                row[j_lo..j_hi].copy_from_slice(&plane[src..src + (j_hi - j_lo)]);
+                if j_hi > j_lo {
+                    let src = (j_lo as isize + shift) as usize;
+                    row[j_lo..j_hi].copy_from_slice(&plane[src..src + (j_hi - j_lo)]);
+                }
                 row[j_hi..].fill(T::zero());
                 if c_lo > 0 || c_hi < w {
                     for line in row[r_lo * w..r_hi * w].chunks_exact_mut(w) {
@@ -205,6 +208,9 @@ mod tests {
             (4, 3, [3, 1], [2, 0], 2),
             (1, 5, [1, 3], [0, 1], 1),
             (2, 2, [3, 3], [1, 1], 1),
+            (1, 1, [3, 3], [1, 1], 1),
+            (1, 2, [5, 5], [2, 2], 1),
+            (4, 1, [3, 3], [1, 1], 2),
         ] {
             let win = Window {
                 kernel: k.to_vec(),
