@@ -1,15 +1,19 @@
 """Devices: ``Context``, ``cpu()`` and ``gpu()`` (the reference's names).
 
-A ``Context`` names a device; this build of oxnet has no GPU backend, so
-``gpu(i)`` makes a context as in MXNet, and creating an array on it raises
-an error that says so.
+A ``Context`` names a device. oxnet's GPU backend loads CUDA at run time:
+on a machine without a CUDA driver ``num_gpus()`` is 0 and creating an array
+on ``gpu(i)`` raises an error that says why.
 """
 
+import ctypes
+import glob
+import importlib.util
+import os
 import threading
 
 from .base import ScopedClassMeta, classproperty
 
-__all__ = ["Context", "cpu", "gpu", "current_context", "num_gpus"]
+__all__ = ["Context", "cpu", "gpu", "current_context", "num_gpus", "gpu_host_fallbacks"]
 
 
 class Context(metaclass=ScopedClassMeta):
@@ -32,6 +36,8 @@ class Context(metaclass=ScopedClassMeta):
         self.device_type = device_type
         self.device_id = int(device_id)
         self._old = None
+        if device_type == "gpu":
+            _preload_nvrtc()
 
     @property
     def device_typeid(self):
@@ -78,14 +84,50 @@ def cpu(device_id=0):
 
 
 def gpu(device_id=0):
-    """A GPU context. This build of oxnet has no GPU backend: creating an
-    array on it raises (``num_gpus()`` is 0)."""
+    """A GPU context (CUDA device ``device_id``)."""
     return Context("gpu", device_id)
 
 
 def num_gpus():
-    """Number of GPUs oxnet can use (0: no GPU backend in this build)."""
-    return 0
+    """Number of GPUs oxnet can use (0 on a machine without a CUDA driver)."""
+    from . import _oxnet
+
+    return _oxnet.num_gpus()
+
+
+def gpu_host_fallbacks():
+    """oxnet extension: the operators that ran on the CPU so far because
+    they have no GPU kernel yet (their GPU arrays were copied to the host
+    and back). Set ``OXNET_GPU_FALLBACK=0`` to make that an error."""
+    from . import _oxnet
+
+    return _oxnet.gpu_host_fallbacks()
+
+
+_nvrtc_loaded = False
+
+
+def _preload_nvrtc():
+    """Makes NVRTC (which compiles oxnet's GPU kernels) loadable when it
+    comes from PyPI's ``nvidia-cuda-nvrtc`` wheel rather than a CUDA
+    toolkit on the library path: loading it once by its full path lets the
+    engine find it by name."""
+    global _nvrtc_loaded
+    if _nvrtc_loaded:
+        return
+    _nvrtc_loaded = True
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        for pattern in ("cu13/lib/libnvrtc.so.13", "cuda_nvrtc/lib/libnvrtc.so.12", "cu12/lib/libnvrtc.so.12"):
+            for path in glob.glob(os.path.join(root, pattern)):
+                try:
+                    ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+                    return
+                except OSError:
+                    pass
 
 
 def current_context():

@@ -5,7 +5,7 @@
 
     import oxnet as mx
     features = mx.runtime.Features()
-    features.is_enabled("CUDA")      # False: this build has no GPU backend
+    features.is_enabled("CUDA")      # True: the GPU backend is built in (CUDA is loaded at run time)
     features.is_enabled("CPU_AVX2")  # detected on this CPU at run time
 
 The names are MXNet 1.9.1's, in its order, followed by oxnet's own

@@ -642,7 +642,7 @@ class DummyIter:
 
 
 def list_gpus():
-    """The GPU ids tests can use: ``[]``, as this build of oxnet has no GPU backend."""
+    """The GPU ids tests can use (``[]`` on a machine without a GPU)."""
     return list(range(num_gpus()))
 
 
@@ -801,5 +801,10 @@ from ._model_checks import (  # noqa: E402,F401  pylint: disable=wrong-import-po
 
 
 def get_cuda_compute_capability(ctx):
-    """The CUDA compute capability of ``ctx``'s GPU; this build has no GPU backend."""
-    raise MXNetError(f"{ctx}: this build of oxnet has no GPU backend")
+    """The CUDA compute capability of ``ctx``'s GPU as an int (90 for 9.0)."""
+    from . import _oxnet
+
+    if ctx.device_type != "gpu":
+        raise MXNetError(f"{ctx} is not a GPU")
+    major, minor = _oxnet.gpu_compute_capability(ctx.device_id)
+    return major * 10 + minor

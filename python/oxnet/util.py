@@ -165,15 +165,17 @@ def reset_np():
 
 
 def get_gpu_count():
-    """Number of GPUs (0: this build has no GPU backend)."""
-    return 0
+    """Number of GPUs oxnet can use (0 on a machine without a CUDA driver)."""
+    from .context import num_gpus
+
+    return num_gpus()
 
 
 def get_gpu_memory(gpu_dev_id):
-    """(free, total) memory of a GPU; this build has none."""
-    from .base import MXNetError
+    """(free, total) bytes of a GPU's memory, as its driver reports them."""
+    from . import _oxnet
 
-    raise MXNetError(f"gpu({gpu_dev_id}): this build of oxnet has no GPU backend")
+    return _oxnet.gpu_memory_info(gpu_dev_id)
 
 
 def set_module(module):

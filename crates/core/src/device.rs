@@ -1,6 +1,6 @@
 //! Devices an array can live on.
 
-use crate::{Error, Result};
+use crate::Result;
 use std::fmt;
 
 /// Where an array's memory lives and where its kernels run.
@@ -9,8 +9,9 @@ pub enum Device {
     /// Host memory; kernels run on the CPU ([`crate::parallel`] gives intra-op parallelism).
     #[default]
     Cpu,
-    /// A CUDA device by ordinal. This build has no GPU backend yet: allocating
-    /// on it returns an error saying so.
+    /// A CUDA device by ordinal (see [`crate::gpu`]). A build without the
+    /// `cuda` feature, or a machine without the device, gives an error
+    /// saying so on the first allocation.
     Gpu(usize),
 }
 
@@ -35,9 +36,19 @@ impl Device {
     pub fn ensure_available(self) -> Result<()> {
         match self {
             Device::Cpu => Ok(()),
-            Device::Gpu(i) => {
-                Err(Error::Device(format!("gpu({i}) requested, but there is no GPU backend in this build")))
-            }
+            Device::Gpu(i) => crate::gpu::ensure_device(i),
+        }
+    }
+
+    /// Errors unless this is host memory, which host code may read and write
+    /// (GPU memory goes through copies: [`crate::NDArray::to_device`]).
+    pub fn ensure_host(self) -> Result<()> {
+        match self {
+            Device::Cpu => Ok(()),
+            Device::Gpu(i) => Err(crate::Error::Device(format!(
+                "the array is on gpu({i}), and host code cannot read GPU memory: copy it to the CPU first \
+                 (NDArray::to_device(Device::Cpu); in Python .asnumpy() or .as_in_context(mx.cpu()))"
+            ))),
         }
     }
 }

@@ -214,7 +214,7 @@ fn run(
         // inference only: the trace sink records the call, no kernel runs
         return crate::trace::record(op, attrs, inputs, &out_shapes, &out_dtypes, device);
     }
-    let kernel = op.kernel_for(device)?.clone();
+    let (kernel, kernel_device) = crate::gpu::fallback::kernel_for(op, device)?;
 
     // Inputs the kernel reads: contiguous unless the kernel takes strides.
     let mutated = (op.mutate_inputs)(attrs);
@@ -235,7 +235,7 @@ fn run(
 
     let state = match (&op.create_state, state) {
         (_, Some(s)) => Some(s),
-        (Some(create), None) => Some(create(attrs, &in_shapes, &in_dtypes, device)?),
+        (Some(create), None) => Some(create(attrs, &in_shapes, &in_dtypes, kernel_device)?),
         (None, None) => None,
     };
 
@@ -349,7 +349,16 @@ fn run_dynamic(
         device,
         state: None,
     };
-    let outputs = match catch_unwind(AssertUnwindSafe(|| kernel(&ctx, &kin))) {
+    let call = || {
+        if device == Device::Cpu {
+            kernel(&ctx, &kin)
+        } else {
+            crate::gpu::fallback::dynamic_on_host(&op.name, device, &kin, |host| {
+                kernel(&OpContext { device: Device::Cpu, ..ctx }, host)
+            })
+        }
+    };
+    let outputs = match catch_unwind(AssertUnwindSafe(call)) {
         Ok(result) => result?,
         Err(payload) => return Err(Error::Panic(panic_message(payload.as_ref()))),
     };

@@ -51,6 +51,7 @@ pub mod device;
 pub mod dispatch;
 pub mod dtype;
 pub mod error;
+pub mod gpu;
 pub mod ndarray;
 pub mod op;
 pub mod parallel;

@@ -16,6 +16,10 @@ enum Owner {
     Foreign(#[allow(dead_code)] Box<dyn Any + Send + Sync>),
     /// No memory at all: the storage of a traced (shape-only) array.
     Meta,
+    /// A block of GPU memory from `gpu(ordinal)`'s caching allocator, of
+    /// this size class.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    Gpu { ordinal: usize, class: usize },
 }
 
 /// A block of device memory shared by every view onto it.
@@ -49,6 +53,13 @@ impl Storage {
 
     fn allocate(bytes: usize, device: Device, zeroed: bool) -> Result<Storage> {
         device.ensure_available()?;
+        #[cfg(feature = "cuda")]
+        if let Device::Gpu(ordinal) = device {
+            let (address, class) = crate::gpu::allocate(ordinal, bytes, zeroed)?;
+            let ptr = NonNull::new(address as *mut u8)
+                .ok_or_else(|| Error::Device(format!("gpu({ordinal}) returned a null block")))?;
+            return Ok(Storage { ptr, bytes, device, owner: Owner::Gpu { ordinal, class } });
+        }
         let layout = Layout::from_size_align(bytes.max(1), ALIGNMENT)
             .map_err(|e| Error::Invalid(format!("cannot allocate {bytes} bytes: {e}")))?;
         // SAFETY: the layout has a non-zero size.
@@ -105,7 +116,8 @@ impl Storage {
         Ok(())
     }
 
-    /// Start of the buffer.
+    /// Start of the buffer: a device address for GPU storage, which host
+    /// code must not dereference.
     #[inline]
     pub fn ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
@@ -126,9 +138,12 @@ impl Storage {
 
 impl Drop for Storage {
     fn drop(&mut self) {
-        if let Owner::Aligned(layout) = self.owner {
+        match self.owner {
             // SAFETY: allocated in `zeroed`/`uninit` with this layout.
-            unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) }
+            Owner::Aligned(layout) => unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) },
+            #[cfg(feature = "cuda")]
+            Owner::Gpu { ordinal, class } => crate::gpu::release(ordinal, self.ptr.as_ptr() as u64, class),
+            _ => {}
         }
     }
 }

@@ -194,6 +194,24 @@ fn cached_op_def(
     let (sym_f, pools_f) = (symbol.clone(), pools.clone());
     let sym_g = symbol.clone();
     let n_in = names.len();
+    let forward = move |ctx: &oxnet_core::OpContext, inputs: &[NDArray], outs: &[NDArray]| {
+        let sig = signature(inputs, n_args);
+        let mut exe = take_executor(&sym_f, &pools_f, &sig, n_args, ctx.device)?;
+        exe.set_inputs(inputs[..n_args].to_vec(), inputs[n_args..].to_vec())?;
+        let results = exe.forward(ctx.is_train)?.to_vec();
+        for ((o, r), req) in outs.iter().zip(&results).zip(ctx.req) {
+            oxnet_core::custom::assign(o, *req, r)?;
+        }
+        // keep this call's buffers for its backward pass while recording
+        let state = ctx.state.and_then(|s| s.downcast_ref::<CallState>());
+        match state {
+            Some(st) if autograd::is_recording() => {
+                *st.exe.lock().unwrap_or_else(|e| e.into_inner()) = Some((sig, exe));
+            }
+            _ => give_back(&pools_f, sig, exe),
+        }
+        Ok(())
+    };
     Ok(OpDef::new("_CachedOp")
         .doc("A cached graph called as one operator.")
         .arguments_fn(move |_| Ok(names.clone()))
@@ -217,24 +235,9 @@ fn cached_op_def(
                 Ok(Arc::new(CallState { exe: Mutex::new(None), pools: pools.clone() }) as OpState)
             }
         })
-        .forward(move |ctx, inputs, outs| {
-            let sig = signature(inputs, n_args);
-            let mut exe = take_executor(&sym_f, &pools_f, &sig, n_args, ctx.device)?;
-            exe.set_inputs(inputs[..n_args].to_vec(), inputs[n_args..].to_vec())?;
-            let results = exe.forward(ctx.is_train)?.to_vec();
-            for ((o, r), req) in outs.iter().zip(&results).zip(ctx.req) {
-                oxnet_core::custom::assign(o, *req, r)?;
-            }
-            // keep this call's buffers for its backward pass while recording
-            let state = ctx.state.and_then(|s| s.downcast_ref::<CallState>());
-            match state {
-                Some(st) if autograd::is_recording() => {
-                    *st.exe.lock().unwrap_or_else(|e| e.into_inner()) = Some((sig, exe));
-                }
-                _ => give_back(&pools_f, sig, exe),
-            }
-            Ok(())
-        })
+        // the same kernel on every device: the executor runs the graph where the arrays live
+        .forward(forward.clone())
+        .forward_on(Device::Gpu(0), forward)
         .grad_rule(move |g: &GradCtx| {
             let kept = g
                 .state

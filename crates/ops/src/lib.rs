@@ -59,6 +59,8 @@ pub mod binary;
 pub mod contrib;
 pub mod conv;
 pub mod create;
+#[cfg(feature = "cuda")]
+pub mod gpu;
 pub mod indexing;
 pub mod kernels;
 pub mod linalg;
@@ -99,6 +101,9 @@ fn register() {
     contrib::register();
     stats::register();
     sequence::register();
+    // last: it adds GPU kernels to the operators registered above
+    #[cfg(feature = "cuda")]
+    gpu::register();
 }
 
 oxnet_core::register_operators!(register);

@@ -245,8 +245,8 @@ impl PyNDArray {
             return Ok(other.clone());
         }
         let device = crate::context::from_py(other)?;
-        device.ensure_available().py()?;
-        Ok(self.copy(py)?.into_any())
+        let out = py.detach(|| self.inner.to_device(device)).py()?;
+        Ok(wrap(py, out)?.into_any())
     }
 
     /// This array on `context` (itself when it is already there).
@@ -255,11 +255,13 @@ impl PyNDArray {
         context: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let device = crate::context::from_py(context)?;
-        if device == slf.get().inner.device() {
+        let me = &slf.get().inner;
+        if device == me.device() {
             return Ok(slf.clone().into_any());
         }
-        device.ensure_available().py()?;
-        Ok(slf.clone().into_any())
+        let py = slf.py();
+        let out = py.detach(|| me.to_device(device)).py()?;
+        Ok(wrap(py, out)?.into_any())
     }
 
     /// A new shape over the same memory. Takes a tuple or the sizes as
@@ -376,11 +378,30 @@ impl PyNDArray {
         wrap(py, self.inner.detach())
     }
 
-    /// Waits until the array can be read (computation is synchronous: returns at once).
-    fn wait_to_read(&self) {}
+    /// Waits until the array can be read: for a GPU array, until the work
+    /// queued on its device is done (CPU computation is synchronous).
+    fn wait_to_read(&self, py: Python<'_>) -> PyResult<()> {
+        match self.inner.device() {
+            #[cfg(feature = "cuda")]
+            oxnet_core::Device::Gpu(i) => py.detach(|| oxnet_core::gpu::synchronize(i)).py(),
+            _ => {
+                let _ = py;
+                Ok(())
+            }
+        }
+    }
 
     /// Waits until the array can be written (returns at once).
     fn wait_to_write(&self) {}
+
+    /// The CUDA array interface (version 3) of a GPU array, so that CuPy,
+    /// Numba or PyTorch use its memory without a copy. The device's queued
+    /// work is finished first (`stream` is None: the data is ready). Absent
+    /// (AttributeError) on CPU arrays.
+    #[getter]
+    fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        numpy_interop::cuda_array_interface(py, &self.inner)
+    }
 
     /// numpy's zero-copy view protocol.
     #[getter]
@@ -400,6 +421,11 @@ impl PyNDArray {
     ) -> PyResult<Bound<'py, PyAny>> {
         let _ = (stream, max_version, dl_device);
         let a = if copy == Some(true) { self.inner.copy().py()? } else { self.inner.clone() };
+        // a GPU array's queued work finishes first, so any consumer stream sees its values
+        #[cfg(feature = "cuda")]
+        if let oxnet_core::Device::Gpu(i) = a.device() {
+            py.detach(|| oxnet_core::gpu::synchronize(i)).py()?;
+        }
         crate::dlpack::export(py, a)
     }
 

@@ -42,9 +42,13 @@ pub fn array<'py>(
     ctx: Option<&Bound<'py, PyAny>>,
     dtype: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyNDArray>> {
-    context::from_py_opt(ctx)?.ensure_available().py()?;
+    let device = context::from_py_opt(ctx)?;
+    device.ensure_available().py()?;
     let want = dtype::from_py_opt(dtype)?;
-    let a = array_from_any(source_array, want)?;
+    let mut a = array_from_any(source_array, want)?;
+    if device != a.device() {
+        a = source_array.py().detach(|| a.to_device(device)).py()?;
+    }
     wrap(source_array.py(), a)
 }
 
@@ -88,7 +92,8 @@ pub fn arange<'py>(
     ctx: Option<&Bound<'py, PyAny>>,
     dtype: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyNDArray>> {
-    context::from_py_opt(ctx)?.ensure_available().py()?;
+    let device = context::from_py_opt(ctx)?;
+    device.ensure_available().py()?;
     let dt = dtype::from_py_opt(dtype)?.unwrap_or(DType::F32);
     let (begin, end) = match stop {
         Some(s) => (start, s),
@@ -97,6 +102,9 @@ pub fn arange<'py>(
     let mut a = NDArray::arange(begin, end, step, dt).py()?;
     if repeat > 1 {
         a = oxnet_core::invoke1("repeat", &[&a], &[("repeats", (repeat as i64).into())]).py()?;
+    }
+    if device != a.device() {
+        a = py.detach(|| a.to_device(device)).py()?;
     }
     wrap(py, a)
 }
@@ -107,6 +115,39 @@ pub fn seed(seed_state: u64) {
     oxnet_core::random::seed(seed_state);
 }
 
-/// `nd.waitall()`: computation is synchronous, so nothing is pending.
+/// `nd.waitall()`: waits for the work queued on the GPUs (CPU computation
+/// is synchronous); a GPU kernel's asynchronous error surfaces here.
 #[pyfunction]
-pub fn waitall() {}
+pub fn waitall(py: Python<'_>) -> PyResult<()> {
+    py.detach(oxnet_core::gpu::synchronize_all).py()
+}
+
+/// The operators that ran on the host for lack of a GPU kernel so far.
+#[pyfunction]
+pub fn gpu_host_fallbacks() -> Vec<String> {
+    oxnet_core::gpu::fallback::fallen_back()
+}
+
+/// (free, total) bytes of a GPU's memory.
+#[pyfunction]
+pub fn gpu_memory_info(ordinal: usize) -> PyResult<(usize, usize)> {
+    #[cfg(feature = "cuda")]
+    return oxnet_core::gpu::memory_info(ordinal).py();
+    #[cfg(not(feature = "cuda"))]
+    oxnet_core::gpu::ensure_device(ordinal).py().map(|_| (0, 0))
+}
+
+/// The compute capability (major, minor) of a GPU.
+#[pyfunction]
+pub fn gpu_compute_capability(ordinal: usize) -> PyResult<(i32, i32)> {
+    #[cfg(feature = "cuda")]
+    return oxnet_core::gpu::compute_capability(ordinal).py();
+    #[cfg(not(feature = "cuda"))]
+    oxnet_core::gpu::ensure_device(ordinal).py().map(|_| (0, 0))
+}
+
+/// How many GPUs oxnet can use (0 without the `cuda` feature or a driver).
+#[pyfunction]
+pub fn num_gpus() -> usize {
+    oxnet_core::gpu::num_gpus()
+}

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 pub fn runtime_features() -> Vec<(&'static str, bool)> {
     let cpu = cpu_features();
     vec![
-        ("CUDA", false),
+        ("CUDA", cfg!(feature = "cuda")),
         ("CUDNN", false),
         ("NCCL", false),
         ("CUDA_RTC", false),

@@ -46,6 +46,10 @@ fn _oxnet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(numpy_interop::from_numpy_shared, m)?)?;
     m.add_function(wrap_pyfunction!(create::seed, m)?)?;
     m.add_function(wrap_pyfunction!(create::waitall, m)?)?;
+    m.add_function(wrap_pyfunction!(create::num_gpus, m)?)?;
+    m.add_function(wrap_pyfunction!(create::gpu_host_fallbacks, m)?)?;
+    m.add_function(wrap_pyfunction!(create::gpu_memory_info, m)?)?;
+    m.add_function(wrap_pyfunction!(create::gpu_compute_capability, m)?)?;
     m.add_function(wrap_pyfunction!(autograd::set_recording, m)?)?;
     m.add_function(wrap_pyfunction!(autograd::set_training, m)?)?;
     m.add_function(wrap_pyfunction!(autograd::is_recording, m)?)?;

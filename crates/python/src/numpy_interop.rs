@@ -106,7 +106,13 @@ pub fn to_numpy<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound<'py, PyAny>
     let numpy_name =
         dtype::typestr(a.dtype()).map(|_| a.dtype().name()).ok_or_else(|| dtype::no_numpy_type(a.dtype()))?;
     a.check_has_values().py()?;
-    let dense = if a.is_contiguous() { a.clone() } else { a.contiguous().py()? };
+    let dense = if a.device() != oxnet_core::Device::Cpu {
+        py.detach(|| a.to_device(oxnet_core::Device::Cpu)).py()?
+    } else if a.is_contiguous() {
+        a.clone()
+    } else {
+        a.contiguous().py()?
+    };
     let descr = PyArrayDescr::new(py, numpy_name)?;
     let mut dims: Vec<npy_intp> = dense.shape().iter().map(|&d| d as npy_intp).collect();
     // SAFETY: numpy's documented constructor; it owns the new buffer, which
@@ -138,7 +144,7 @@ pub fn to_numpy<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound<'py, PyAny>
 /// memory is an operator input.
 pub fn array_interface<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound<'py, PyDict>> {
     let typestr = dtype::typestr(a.dtype()).ok_or_else(|| dtype::no_numpy_type(a.dtype()))?;
-    a.device().ensure_available().py()?;
+    a.device().ensure_host().map_err(|e| pyo3::exceptions::PyAttributeError::new_err(e.to_string()))?;
     a.check_has_values().py()?;
     let d = PyDict::new(py);
     d.set_item("version", 3)?;
@@ -153,5 +159,33 @@ pub fn array_interface<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound<'py,
     }
     let read_only = a.check_writable().is_err();
     d.set_item("data", (a.raw_ptr() as usize, read_only))?;
+    Ok(d)
+}
+
+/// The CUDA array interface (version 3) describing a GPU array's memory in
+/// place, after its device's queued work is done.
+pub fn cuda_array_interface<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound<'py, PyDict>> {
+    let oxnet_core::Device::Gpu(_ordinal) = a.device() else {
+        return Err(pyo3::exceptions::PyAttributeError::new_err(
+            "__cuda_array_interface__: the array is on the CPU (use __array_interface__)",
+        ));
+    };
+    let typestr = dtype::typestr(a.dtype()).ok_or_else(|| dtype::no_numpy_type(a.dtype()))?;
+    a.check_has_values().py()?;
+    #[cfg(feature = "cuda")]
+    py.detach(|| oxnet_core::gpu::synchronize(_ordinal)).py()?;
+    let d = PyDict::new(py);
+    d.set_item("version", 3)?;
+    d.set_item("typestr", typestr)?;
+    d.set_item("shape", PyTuple::new(py, a.shape())?)?;
+    let itemsize = a.dtype().size() as isize;
+    if a.is_contiguous() {
+        d.set_item("strides", py.None())?;
+    } else {
+        let strides: Vec<isize> = a.strides().iter().map(|s| s * itemsize).collect();
+        d.set_item("strides", PyTuple::new(py, strides)?)?;
+    }
+    d.set_item("data", (a.raw_ptr() as usize, a.check_writable().is_err()))?;
+    d.set_item("stream", py.None())?;
     Ok(d)
 }

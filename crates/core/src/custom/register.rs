@@ -3,7 +3,7 @@
 
 use super::prop::{CustomOp, CustomOpProp, Dependency};
 use crate::dispatch::panic_message;
-use crate::op::{BackwardDeps, OpDef, OpState};
+use crate::op::{BackwardDeps, OpContext, OpDef, OpState};
 use crate::{autograd, AttrKind, AttrSpec, Attrs, DType, Device, Error, NDArray, Result, Shape};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -389,14 +389,10 @@ pub(crate) fn custom_op_def() -> OpDef {
         .infer_shape(infer_shape)
         .infer_type(infer_type)
         .create_state(create_state)
-        .forward(|ctx, inputs, outputs| {
-            let inst = instance(ctx.state)?;
-            let n_args = inst.n_args;
-            let (in_data, aux) = inputs.split_at(n_args);
-            let _read_only = crate::ndarray::protect_inputs(in_data, outputs);
-            let _off = NotRecording::new();
-            guarded(&inst.name, || inst.op.forward(ctx.is_train, ctx.req, in_data, outputs, aux))
-        })
+        // one kernel for every device: the operator sees the arrays where
+        // they live (on a GPU, through __cuda_array_interface__ or copies)
+        .forward(custom_forward)
+        .forward_on(Device::Gpu(0), custom_forward)
         .backward(backward_deps, |ctx, args, in_grads| {
             let inst = instance(ctx.state)?;
             let n_args = inst.n_args;
@@ -417,4 +413,14 @@ pub(crate) fn custom_op_def() -> OpDef {
                 inst.op.backward(&ctx.req[..n_args], &out_grad, &in_data, &out_data, &in_grads[..n_args], &aux)
             })
         })
+}
+
+/// The forward kernel of the `Custom` operator (every device).
+fn custom_forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<()> {
+    let inst = instance(ctx.state)?;
+    let n_args = inst.n_args;
+    let (in_data, aux) = inputs.split_at(n_args);
+    let _read_only = crate::ndarray::protect_inputs(in_data, outputs);
+    let _off = NotRecording::new();
+    guarded(&inst.name, || inst.op.forward(ctx.is_train, ctx.req, in_data, outputs, aux))
 }

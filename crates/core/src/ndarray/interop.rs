@@ -62,7 +62,7 @@ impl NDArray {
     /// takes only non-negative strides, so reversed axes are inverted after.
     fn positive_layout<T: Element>(&self) -> Result<(*mut T, Vec<usize>, Vec<usize>)> {
         let mut ptr = self.data_ptr::<T>()?;
-        self.device().ensure_available()?;
+        self.device().ensure_host()?;
         let mut reversed = Vec::new();
         let mut strides = Vec::with_capacity(self.ndim());
         for (axis, (&s, &d)) in self.strides().iter().zip(self.shape()).enumerate() {

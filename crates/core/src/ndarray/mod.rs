@@ -193,7 +193,7 @@ impl NDArray {
         if !self.is_contiguous() {
             return Err(Error::Invalid("array is not contiguous; call .contiguous() first".into()));
         }
-        self.device().ensure_available()
+        self.device().ensure_host()
     }
 
     /// The elements as a slice (contiguous CPU arrays only).
@@ -235,8 +235,10 @@ impl NDArray {
 
     /// Copies the elements, converted to `T`, in row-major order (any layout).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
-        self.device().ensure_available()?;
         self.inner.storage.check_has_values()?;
+        if self.device() != Device::Cpu {
+            return self.to_device(Device::Cpu)?.to_vec();
+        }
         let mut out = Vec::with_capacity(self.size());
         crate::with_dtype!(self.dtype(), S => {
             let p = self.raw_ptr() as *const S;
@@ -275,6 +277,15 @@ impl NDArray {
         Ok(out)
     }
 
+    /// A copy on `device` (a host-to-GPU, GPU-to-host or GPU-to-GPU
+    /// transfer; a plain copy on the same device), with no autograd state.
+    /// Reading a GPU array's values waits for the work queued on its device.
+    pub fn to_device(&self, device: Device) -> Result<NDArray> {
+        let out = NDArray::empty(self.shape(), self.dtype(), device)?;
+        out.assign_from(self)?;
+        Ok(out)
+    }
+
     /// A copy converted to `dtype`.
     pub fn astype(&self, dtype: DType) -> Result<NDArray> {
         let out = NDArray::empty(self.shape(), dtype, self.device())?;
@@ -290,6 +301,12 @@ impl NDArray {
         src.device().ensure_available()?;
         self.inner.storage.check_has_values()?;
         src.inner.storage.check_has_values()?;
+        if self.device() != Device::Cpu || src.device() != Device::Cpu {
+            #[cfg(feature = "cuda")]
+            return crate::gpu::memory::assign(self, src);
+            #[cfg(not(feature = "cuda"))]
+            return Err(crate::gpu::unsupported("copying GPU arrays"));
+        }
         let src_strides =
             crate::shape::broadcast_strides(src.shape(), src.strides(), self.shape()).map_err(|_| {
                 Error::Shape(format!(
@@ -348,6 +365,12 @@ impl NDArray {
         self.check_writable()?;
         self.inner.storage.check_has_values()?;
         self.device().ensure_available()?;
+        if self.device() != Device::Cpu {
+            #[cfg(feature = "cuda")]
+            return crate::gpu::memory::fill(self, value);
+            #[cfg(not(feature = "cuda"))]
+            return Err(crate::gpu::unsupported("filling GPU arrays"));
+        }
         crate::with_dtype!(self.dtype(), D => {
             let v = D::from_f64(value);
             let dp = self.raw_ptr() as *mut D;

@@ -19,7 +19,7 @@ impl NDArray {
     /// ```
     pub fn scatter_flat(&self, positions: &[usize], values: &NDArray) -> Result<()> {
         self.check_writable()?;
-        self.device().ensure_available()?;
+        self.device().ensure_host()?;
         self.check_has_values()?;
         if values.size() != positions.len() {
             return Err(Error::Shape(format!(

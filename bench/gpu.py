@@ -1,0 +1,71 @@
+"""GPU timings side by side with PyTorch (one run, on the machine's GPU):
+sigmoid over 64M float32 against the device-to-device copy bandwidth of the
+same run, and a small element-wise launch (per-call overhead).
+
+    python bench/gpu.py [--n 67108864] [--rounds 20]
+"""
+
+import argparse
+import time
+
+import numpy as np
+
+import oxnet as mx
+
+
+def timed(fn, sync, rounds):
+    fn()
+    sync()
+    best = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        for _ in range(rounds):
+            fn()
+        sync()
+        best = min(best, (time.perf_counter() - t) / rounds)
+    return best
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--n", type=int, default=64 << 20)
+    p.add_argument("--rounds", type=int, default=20)
+    a = p.parse_args()
+    if mx.context.num_gpus() == 0:
+        print("no GPU: nothing to time")
+        return
+    n, gpu = a.n, mx.gpu(0)
+    x = mx.nd.array(np.random.default_rng(0).standard_normal(n).astype(np.float32), ctx=gpu)
+    y = mx.nd.zeros((n,), ctx=gpu)
+    sync = mx.nd.waitall
+    rows = []
+    t_copy = timed(lambda: x.copyto(y), sync, a.rounds)
+    t_sig = timed(lambda: mx.nd.sigmoid(x, out=y), sync, a.rounds)
+    gbs = lambda t: 2 * 4 * n / t / 1e9  # bytes read + written
+    rows.append(("oxnet copy 64M f32", t_copy, gbs(t_copy)))
+    rows.append(("oxnet sigmoid 64M f32", t_sig, gbs(t_sig)))
+    small = mx.nd.ones((1024,), ctx=gpu)
+    t_small = timed(lambda: mx.nd.relu(small), sync, 2000)
+    rows.append(("oxnet relu 1K (launch)", t_small, None))
+    try:
+        import torch
+
+        tx = torch.from_numpy(x.asnumpy()).cuda()
+        ty = torch.empty_like(tx)
+        ts = torch.cuda.synchronize
+        t_tc = timed(lambda: ty.copy_(tx), ts, a.rounds)
+        t_ts = timed(lambda: torch.sigmoid(tx, out=ty), ts, a.rounds)
+        tsmall = torch.ones(1024, device="cuda")
+        t_tsm = timed(lambda: torch.relu(tsmall), ts, 2000)
+        rows += [("torch copy 64M f32", t_tc, gbs(t_tc)), ("torch sigmoid 64M f32", t_ts, gbs(t_ts)),
+                 ("torch relu 1K (launch)", t_tsm, None)]
+    except ImportError:
+        print("(PyTorch not installed: oxnet only)")
+    print(f"{'what':28s} {'time':>12s} {'GB/s':>8s}")
+    for what, t, bw in rows:
+        print(f"{what:28s} {t * 1e6:10.1f}us {'' if bw is None else f'{bw:8.0f}'}")
+    print(f"sigmoid / copy bandwidth (oxnet, same run): {t_copy / t_sig:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,204 @@
+"""The GPU backend, compared with the CPU: transfers, every element-wise
+operator with a GPU kernel, broadcasting, requests, errors, and interop
+through ``__cuda_array_interface__``. Skipped, saying why, on a machine
+without a GPU (``scripts/gpu_check.sh`` runs it on one)."""
+
+import numpy as np
+import pytest
+
+import oxnet as mx
+
+pytestmark = pytest.mark.skipif(mx.context.num_gpus() == 0, reason="no GPU on this machine (mx.context.num_gpus() is 0)")
+
+GPU = mx.gpu(0)
+RNG = np.random.default_rng(7)
+
+# (operator, lowest, highest): inputs drawn inside each operator's domain
+UNARY = [
+    ("negative", -3, 3), ("abs", -3, 3), ("sign", -3, 3), ("square", -3, 3), ("_copy", -3, 3),
+    ("exp", -3, 3), ("log", 0.1, 5), ("log1p", -0.5, 3), ("expm1", -2, 2), ("log2", 0.1, 5),
+    ("log10", 0.1, 5), ("sqrt", 0.1, 5), ("rsqrt", 0.1, 5), ("cbrt", -5, 5), ("rcbrt", 0.1, 5),
+    ("reciprocal", 0.5, 3), ("sin", -3, 3), ("cos", -3, 3), ("tan", -1, 1), ("arcsin", -0.9, 0.9),
+    ("arccos", -0.9, 0.9), ("arctan", -3, 3), ("sinh", -2, 2), ("cosh", -2, 2), ("tanh", -3, 3),
+    ("arcsinh", -3, 3), ("arccosh", 1.1, 4), ("arctanh", -0.9, 0.9), ("degrees", -3, 3),
+    ("radians", -90, 90), ("sigmoid", -6, 6), ("relu", -3, 3), ("softrelu", -30, 30),
+    ("softsign", -3, 3), ("erf", -2, 2), ("gelu", -3, 3), ("floor", -3, 3), ("ceil", -3, 3),
+    ("round", -3, 3), ("rint", -3, 3), ("trunc", -3, 3), ("fix", -3, 3), ("gamma", 0.5, 4),
+    ("gammaln", 0.5, 4),
+]
+
+BINARY = ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "broadcast_mod",
+          "broadcast_hypot", "equal", "not_equal", "greater", "greater_equal", "lesser",
+          "lesser_equal", "broadcast_logical_and", "broadcast_logical_or", "broadcast_logical_xor"]
+
+SCALAR = ["_plus_scalar", "_minus_scalar", "_rminus_scalar", "_mul_scalar", "_div_scalar",
+          "_rdiv_scalar", "_power_scalar", "_rpower_scalar", "_maximum_scalar", "_minimum_scalar",
+          "_mod_scalar", "_rmod_scalar", "_hypot_scalar", "_equal_scalar", "_greater_scalar",
+          "_lesser_equal_scalar", "_logical_and_scalar", "_logical_xor_scalar"]
+
+
+def tol(dtype):
+    return dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "int8", "uint8", "bool"])
+def test_round_trip_keeps_every_value(dtype):
+    x = (RNG.standard_normal((3, 17, 5)) * 50).astype(dtype)
+    g = mx.nd.array(x, ctx=GPU, dtype=dtype)
+    assert g.context == GPU and g.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(g.asnumpy(), x)
+    np.testing.assert_array_equal(g.as_in_context(mx.cpu()).asnumpy(), x)
+
+
+def test_views_copies_fills_and_conversions():
+    x = RNG.standard_normal((6, 8)).astype(np.float32)
+    g = mx.nd.array(x, ctx=GPU)
+    # a strided view read back and moved to the host
+    np.testing.assert_array_equal(g[1:5, 2:7].asnumpy(), x[1:5, 2:7])
+    np.testing.assert_array_equal(g.T.asnumpy(), x.T)
+    # a host array into a GPU array and back, converting
+    np.testing.assert_array_equal(g.astype("float64").asnumpy(), x.astype(np.float64))
+    np.testing.assert_array_equal(g.astype("int32").asnumpy(), x.astype(np.int32))
+    # copyto a context and into an array
+    h = g.copyto(mx.cpu())
+    assert h.context == mx.cpu()
+    dst = mx.nd.zeros((6, 8), ctx=GPU)
+    g.copyto(dst)
+    np.testing.assert_array_equal(dst.asnumpy(), x)
+    # fills, zeros, ones, full, arange on the GPU
+    np.testing.assert_array_equal(mx.nd.full((2, 3), 2.5, ctx=GPU).asnumpy(), np.full((2, 3), 2.5, np.float32))
+    np.testing.assert_array_equal(mx.nd.zeros((4,), ctx=GPU, dtype="int64").asnumpy(), np.zeros(4, np.int64))
+    np.testing.assert_array_equal(mx.nd.arange(5, ctx=GPU).asnumpy(), np.arange(5, dtype=np.float32))
+    # writing into a view of a GPU array
+    g[1:3] = 7.0
+    x[1:3] = 7.0
+    np.testing.assert_array_equal(g.asnumpy(), x)
+    g[4] = mx.nd.array(np.arange(8, dtype=np.float32), ctx=GPU)
+    x[4] = np.arange(8)
+    np.testing.assert_array_equal(g.asnumpy(), x)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name,lo,hi", UNARY)
+def test_unary_operator_matches_cpu(name, lo, hi, dtype):
+    x = RNG.uniform(lo, hi, size=(7, 33)).astype(dtype)
+    op = getattr(mx.nd, name)
+    want = op(mx.nd.array(x, dtype=dtype)).asnumpy()
+    got = op(mx.nd.array(x, ctx=GPU, dtype=dtype))
+    assert got.context == GPU
+    np.testing.assert_allclose(got.asnumpy(), want, **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("name", BINARY)
+def test_broadcasting_binary_operator_matches_cpu(name, dtype):
+    a = RNG.uniform(0.5, 3, size=(3, 1, 4)).astype(dtype)
+    b = RNG.uniform(0.5, 3, size=(1, 5, 4)).astype(dtype)
+    if dtype == np.int32:
+        a, b = a * 3, b * 3
+    op = getattr(mx.nd, name)
+    want = op(mx.nd.array(a, dtype=dtype), mx.nd.array(b, dtype=dtype)).asnumpy()
+    got = op(mx.nd.array(a, ctx=GPU, dtype=dtype), mx.nd.array(b, ctx=GPU, dtype=dtype)).asnumpy()
+    np.testing.assert_allclose(got, want, **tol(np.float64 if dtype == np.int32 else dtype))
+    # the same-shape form through the operators `+ - * /`
+    c = mx.nd.array(a[:, :, :], ctx=GPU, dtype=dtype)
+    np.testing.assert_allclose((c * c + c - c / c).asnumpy(),
+                               (mx.nd.array(a, dtype=dtype) * mx.nd.array(a, dtype=dtype) + mx.nd.array(a, dtype=dtype)
+                                - mx.nd.array(a, dtype=dtype) / mx.nd.array(a, dtype=dtype)).asnumpy(), **tol(np.float64 if dtype == np.int32 else dtype))
+
+
+@pytest.mark.parametrize("name", SCALAR)
+def test_scalar_operator_matches_cpu(name):
+    x = RNG.uniform(-3, 3, size=(5, 9)).astype(np.float32)
+    op = getattr(mx.nd, name)
+    for s in (2.0, -1.5):
+        want = op(mx.nd.array(x), scalar=s).asnumpy()
+        got = op(mx.nd.array(x, ctx=GPU), scalar=s).asnumpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
+def test_large_sigmoid_and_add_request():
+    n = (1 << 22) + 3
+    x = RNG.standard_normal(n).astype(np.float32)
+    g = mx.nd.array(x, ctx=GPU)
+    np.testing.assert_allclose(mx.nd.sigmoid(g).asnumpy(), 1 / (1 + np.exp(-x)), rtol=1e-6, atol=1e-7)
+    out = mx.nd.ones((n,), ctx=GPU)
+    mx.nd.elemwise_add(g, g, out=out)
+    np.testing.assert_allclose(out.asnumpy(), 2 * x, rtol=1e-6)
+
+
+def test_errors_are_clear():
+    g = mx.nd.ones((3,), ctx=GPU)
+    with pytest.raises(mx.base.MXNetError, match="different devices"):
+        g + mx.nd.ones((3,))
+    with pytest.raises(mx.base.MXNetError, match="gpu"):
+        mx.nd.ones((3,), ctx=mx.gpu(99))
+    with pytest.raises(AttributeError):
+        g.__array_interface__
+    with pytest.raises(AttributeError):
+        mx.nd.ones((3,)).__cuda_array_interface__
+
+
+def test_cupy_reads_and_writes_oxnet_memory_without_a_copy():
+    cupy = pytest.importorskip("cupy")
+    x = RNG.standard_normal((4, 6)).astype(np.float32)
+    g = mx.nd.array(x, ctx=GPU)
+    c = cupy.asarray(g)
+    assert c.data.ptr == g.__cuda_array_interface__["data"][0]
+    np.testing.assert_array_equal(cupy.asnumpy(c), x)
+    c *= 2  # written in place, seen by oxnet
+    cupy.cuda.runtime.deviceSynchronize()
+    np.testing.assert_array_equal(g.asnumpy(), 2 * x)
+
+
+def test_torch_reads_oxnet_memory_through_dlpack():
+    torch = pytest.importorskip("torch")
+    x = RNG.standard_normal((3, 5)).astype(np.float32)
+    g = mx.nd.array(x, ctx=GPU)
+    mx.nd.waitall()
+    t = torch.from_dlpack(g)
+    assert t.is_cuda
+    np.testing.assert_array_equal(t.cpu().numpy(), x)
+
+
+def test_autograd_on_the_gpu_matches_cpu():
+    x = RNG.standard_normal((4, 5)).astype(np.float32)
+
+    def run(ctx):
+        a = mx.nd.array(x, ctx=ctx)
+        a.attach_grad()
+        with mx.autograd.record():
+            y = (mx.nd.sigmoid(a) * a + mx.nd.tanh(a) * 2 - a / 3).sum()
+        y.backward()
+        assert a.grad.context == ctx
+        return y.asnumpy(), a.grad.asnumpy()
+
+    for want, got in zip(run(mx.cpu()), run(GPU)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_hybridized_gluon_training_on_the_gpu_matches_cpu():
+    from oxnet import autograd, gluon
+
+    data = RNG.standard_normal((32, 10)).astype(np.float32)
+    labels = RNG.integers(0, 3, size=32).astype(np.float32)
+
+    def train(ctx):
+        mx.random.seed(3)
+        net = gluon.nn.HybridSequential()
+        net.add(gluon.nn.Dense(16, activation="relu"), gluon.nn.Dense(3))
+        net.initialize(mx.init.Xavier(), ctx=ctx)
+        net.hybridize()
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9})
+        loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+        x, y = mx.nd.array(data, ctx=ctx), mx.nd.array(labels, ctx=ctx)
+        for _ in range(3):
+            with autograd.record():
+                loss = loss_fn(net(x), y)
+            loss.backward()
+            trainer.step(x.shape[0])
+        return [p.data().asnumpy() for p in net.collect_params().values()] + [loss.asnumpy()]
+
+    for want, got in zip(train(mx.cpu()), train(GPU)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    print("operators run on the host for lack of a GPU kernel:", mx.context.gpu_host_fallbacks())
