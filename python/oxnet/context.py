@@ -37,7 +37,7 @@ class Context(metaclass=ScopedClassMeta):
         self.device_id = int(device_id)
         self._old = None
         if device_type == "gpu":
-            _preload_nvrtc()
+            _preload_cuda_libraries()
 
     @property
     def device_typeid(self):
@@ -104,30 +104,33 @@ def gpu_host_fallbacks():
     return _oxnet.gpu_host_fallbacks()
 
 
-_nvrtc_loaded = False
+_libraries_loaded = False
 
 
-def _preload_nvrtc():
-    """Makes NVRTC (which compiles oxnet's GPU kernels) loadable when it
-    comes from PyPI's ``nvidia-cuda-nvrtc`` wheel rather than a CUDA
-    toolkit on the library path: loading it once by its full path lets the
-    engine find it by name."""
-    global _nvrtc_loaded
-    if _nvrtc_loaded:
+def _preload_cuda_libraries():
+    """Makes NVRTC (which compiles oxnet's GPU kernels) and cuBLAS loadable
+    when they come from PyPI's ``nvidia-*`` wheels rather than a CUDA
+    toolkit on the library path: loading each once by its full path lets
+    the engine find it by name."""
+    global _libraries_loaded
+    if _libraries_loaded:
         return
-    _nvrtc_loaded = True
+    _libraries_loaded = True
     try:
         spec = importlib.util.find_spec("nvidia")
     except (ImportError, ValueError):
         return
-    for root in (spec.submodule_search_locations or []) if spec else []:
-        for pattern in ("cu13/lib/libnvrtc.so.13", "cuda_nvrtc/lib/libnvrtc.so.12", "cu12/lib/libnvrtc.so.12"):
-            for path in glob.glob(os.path.join(root, pattern)):
-                try:
-                    ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-                    return
-                except OSError:
-                    pass
+    roots = list(spec.submodule_search_locations or []) if spec else []
+    for lib in ("nvrtc", "cublasLt", "cublas"):
+        candidates = [f"cu13/lib/lib{lib}.so.13", f"cu12/lib/lib{lib}.so.12", f"cuda_nvrtc/lib/lib{lib}.so.12",
+                      f"cublas/lib/lib{lib}.so.12"]
+        paths = [p for root in roots for c in candidates for p in glob.glob(os.path.join(root, c))]
+        for path in paths:
+            try:
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+                break
+            except OSError:
+                pass
 
 
 def current_context():

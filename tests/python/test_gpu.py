@@ -202,3 +202,69 @@ def test_hybridized_gluon_training_on_the_gpu_matches_cpu():
     for want, got in zip(train(mx.cpu()), train(GPU)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     print("operators run on the host for lack of a GPU kernel:", mx.context.gpu_host_fallbacks())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_products_match_cpu(dtype):
+    t = tol(dtype) if dtype == np.float64 else dict(rtol=1e-4, atol=1e-4)
+    a = RNG.standard_normal((7, 5)).astype(dtype)
+    b = RNG.standard_normal((5, 9)).astype(dtype)
+    for ta, tb, x, y in [(False, False, a, b), (True, False, a.T.copy(), b), (False, True, a, b.T.copy()),
+                         (True, True, a.T.copy(), b.T.copy())]:
+        want = mx.nd.dot(mx.nd.array(x, dtype=dtype), mx.nd.array(y, dtype=dtype), transpose_a=ta, transpose_b=tb)
+        got = mx.nd.dot(mx.nd.array(x, ctx=GPU, dtype=dtype), mx.nd.array(y, ctx=GPU, dtype=dtype),
+                        transpose_a=ta, transpose_b=tb)
+        np.testing.assert_allclose(got.asnumpy(), want.asnumpy(), **t)
+    # N-d lhs and rhs, and a vector
+    c = RNG.standard_normal((2, 3, 5)).astype(dtype)
+    d = RNG.standard_normal((5, 2, 2)).astype(dtype)
+    v = RNG.standard_normal(5).astype(dtype)
+    for x, y in [(c, d), (v, d), (c, v), (v, v)]:
+        want = mx.nd.dot(mx.nd.array(x, dtype=dtype), mx.nd.array(y, dtype=dtype)).asnumpy()
+        got = mx.nd.dot(mx.nd.array(x, ctx=GPU, dtype=dtype), mx.nd.array(y, ctx=GPU, dtype=dtype)).asnumpy()
+        np.testing.assert_allclose(got, want, **t)
+    # FullyConnected with and without bias, flattened and not
+    x = RNG.standard_normal((4, 2, 5)).astype(dtype)
+    w = RNG.standard_normal((3, 10)).astype(dtype)
+    bias = RNG.standard_normal(3).astype(dtype)
+    for kw, inputs in [(dict(num_hidden=3), (x, w, bias)), (dict(num_hidden=3, no_bias=True), (x, w))]:
+        want = mx.nd.FullyConnected(*[mx.nd.array(z, dtype=dtype) for z in inputs], **kw).asnumpy()
+        got = mx.nd.FullyConnected(*[mx.nd.array(z, ctx=GPU, dtype=dtype) for z in inputs], **kw).asnumpy()
+        np.testing.assert_allclose(got, want, **t)
+    w2 = RNG.standard_normal((3, 5)).astype(dtype)
+    want = mx.nd.FullyConnected(mx.nd.array(x, dtype=dtype), mx.nd.array(w2, dtype=dtype), num_hidden=3, no_bias=True,
+                                flatten=False).asnumpy()
+    got = mx.nd.FullyConnected(mx.nd.array(x, ctx=GPU, dtype=dtype), mx.nd.array(w2, ctx=GPU, dtype=dtype),
+                               num_hidden=3, no_bias=True, flatten=False).asnumpy()
+    np.testing.assert_allclose(got, want, **t)
+
+
+@pytest.mark.parametrize("op", ["sum", "mean"])
+@pytest.mark.parametrize("kw", [{}, {"axis": 0}, {"axis": 1, "keepdims": True}, {"axis": (0, 2)},
+                                {"axis": 1, "exclude": True}, {"axis": -1}])
+def test_reductions_match_cpu(op, kw):
+    x = RNG.standard_normal((6, 7, 300)).astype(np.float32)
+    want = getattr(mx.nd, op)(mx.nd.array(x), **kw).asnumpy()
+    got = getattr(mx.nd, op)(mx.nd.array(x, ctx=GPU), **kw)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-4, atol=1e-4)
+    # a transposed (strided) input
+    want = getattr(mx.nd, op)(mx.nd.array(x).transpose((2, 0, 1)), **kw).asnumpy()
+    got = getattr(mx.nd, op)(mx.nd.array(x, ctx=GPU).transpose((2, 0, 1)), **kw).asnumpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("act", ["relu", "sigmoid", "tanh", "softrelu", "softsign"])
+def test_activation_and_its_gradient_match_cpu(act):
+    x = RNG.uniform(-3, 3, size=(8, 13)).astype(np.float32)
+
+    def run(ctx):
+        a = mx.nd.array(x, ctx=ctx)
+        a.attach_grad()
+        with mx.autograd.record():
+            y = mx.nd.Activation(a, act_type=act)
+        y.backward(mx.nd.array(x * 0.5, ctx=ctx))
+        return y.asnumpy(), a.grad.asnumpy()
+
+    for want, got in zip(run(mx.cpu()), run(GPU)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

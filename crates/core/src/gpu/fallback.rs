@@ -49,6 +49,14 @@ pub(crate) fn kernel_for(op: &OpDef, device: Device) -> Result<(ForwardFn, Devic
     }
 }
 
+/// Runs `ctx`'s operator's CPU kernel on host copies of device arrays: for
+/// a GPU kernel that handles only some cases (the rest go through here).
+pub fn host_call(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
+    let op = crate::registry::get(ctx.op_name)?;
+    let cpu = op.kernel_for(Device::Cpu)?.clone();
+    host_kernel(&op, cpu)(ctx, ins, outs)
+}
+
 /// Wraps CPU kernel `cpu` to take and give device arrays.
 fn host_kernel(op: &OpDef, cpu: ForwardFn) -> ForwardFn {
     let mutate = op.mutate_inputs.clone();

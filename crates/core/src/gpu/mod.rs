@@ -24,6 +24,8 @@ pub mod kernels;
 pub mod pool;
 
 #[cfg(feature = "cuda")]
+pub mod blas;
+#[cfg(feature = "cuda")]
 mod driver;
 #[cfg(feature = "cuda")]
 pub(crate) mod memory;

@@ -52,14 +52,18 @@ fn unary(e: &'static UnaryEntry, ctx: &OpContext, ins: &[NDArray], outs: &[NDArr
 }
 
 fn binary(e: &'static BinaryEntry, ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
-    let (a, b, o) = (&ins[0], &ins[1], &outs[0]);
     let Some(add) = add_flag(ctx.req[0]) else { return Ok(()) };
-    check_dtype(ctx, o.dtype(), true)?;
-    let dev = ordinal(ctx)?;
+    check_dtype(ctx, outs[0].dtype(), true)?;
+    launch_binary(e, ordinal(ctx)?, &ins[0], &ins[1], &outs[0], add)
+}
+
+/// `o = e(a, b)` (`add`: `o += ...`), `a` and `b` broadcast to `o`'s shape.
+fn launch_binary(e: &BinaryEntry, dev: usize, a: &NDArray, b: &NDArray, o: &NDArray, add: i32) -> Result<()> {
     let shape = ShapeParam::new(o.shape())?;
     let sa = StridesParam::broadcast(a.shape(), a.strides(), o.shape())?;
     let sb = StridesParam::broadcast(b.shape(), b.strides(), o.shape())?;
-    let flat = (a.shape() == o.shape() && b.shape() == o.shape()) as i32;
+    let flat =
+        (a.shape() == o.shape() && b.shape() == o.shape() && a.is_contiguous() && b.is_contiguous()) as i32;
     let (name, src) = source::binary_kernel(e, o.dtype())?;
     let mut args = KernelArgs::new();
     args.push(shape)
@@ -71,6 +75,121 @@ fn binary(e: &'static BinaryEntry, ctx: &OpContext, ins: &[NDArray], outs: &[NDA
         .push(add)
         .push(flat);
     gpu::launch(dev, &src, &name, gpu::grid_for(dev, o.size().div_ceil(source::UNROLL))?, &mut args)
+}
+
+/// `Activation(act_type)`: the one-input operator of that name.
+fn activation(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
+    let act = ctx.attrs.str("act_type")?;
+    match UNARY.iter().find(|e| e.op == act && source::ACTIVATIONS.contains(&act)) {
+        Some(e) => unary(e, ctx, ins, outs),
+        None => gpu::fallback::host_call(ctx, ins, outs),
+    }
+}
+
+/// `_activation_grad(out_grad, output, act_type)`.
+fn activation_grad(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
+    let act = ctx.attrs.str("act_type")?;
+    let Some((_, e)) = source::ACTIVATION_GRAD.iter().find(|(a, _)| *a == act) else {
+        return gpu::fallback::host_call(ctx, ins, outs);
+    };
+    let Some(add) = add_flag(ctx.req[0]) else { return Ok(()) };
+    check_dtype(ctx, outs[0].dtype(), false)?;
+    launch_binary(e, ordinal(ctx)?, &ins[0], &ins[1], &outs[0], add)
+}
+
+/// `sum` and `mean` (`mean`: scaled by 1/n) over the axes the attributes
+/// name, for float arrays; integer sums (which wrap as on the CPU) run on the host.
+fn sum(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray], mean: bool) -> Result<()> {
+    let (x, o) = (&ins[0], &outs[0]);
+    if !matches!(x.dtype(), DType::F32 | DType::F64) || x.dtype() != o.dtype() {
+        return gpu::fallback::host_call(ctx, ins, outs);
+    }
+    let Some(add) = add_flag(ctx.req[0]) else { return Ok(()) };
+    let dev = ordinal(ctx)?;
+    let mask = crate::reduce::reduce_mask(ctx.attrs, x.ndim())?;
+    let pick = |reduced: bool| -> (Vec<usize>, Vec<isize>) {
+        mask.iter()
+            .zip(x.shape().iter().zip(x.strides()))
+            .filter(|(m, _)| **m == reduced)
+            .map(|(_, (&d, &s))| (d, s))
+            .unzip()
+    };
+    let (kept, kept_strides) = pick(false);
+    let (red, red_strides) = pick(true);
+    let n_red: usize = red.iter().product();
+    let scale = if mean { 1.0 / n_red as f64 } else { 1.0 };
+    let (name, src) = source::sum_kernel(x.dtype())?;
+    let mut args = KernelArgs::new();
+    args.push(ShapeParam::new(&kept)?)
+        .push(StridesParam::broadcast(&kept, &kept_strides, &kept)?)
+        .push(ShapeParam::new(&red)?)
+        .push(StridesParam::broadcast(&red, &red_strides, &red)?)
+        .push(address(x))
+        .push(address(o))
+        .push(add)
+        .push(scale);
+    let n_out: usize = kept.iter().product();
+    gpu::launch(dev, &src, &name, (n_out.clamp(1, 65_535) as u32, source::REDUCE_BLOCK), &mut args)
+}
+
+/// `dot`: 2-D operands with any transposes, or N-d without (the lhs's last
+/// axis contracted with the rhs's first), through cuBLAS; other cases on the host.
+fn dot(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
+    let (a, b, o) = (&ins[0], &ins[1], &outs[0]);
+    let (ta, tb) = (ctx.attrs.bool("transpose_a")?, ctx.attrs.bool("transpose_b")?);
+    let float = matches!(o.dtype(), DType::F32 | DType::F64);
+    let dims = match (a.shape(), b.shape()) {
+        (&[a0, a1], &[b0, b1]) => {
+            let (m, k) = if ta { (a1, a0) } else { (a0, a1) };
+            Some((m, if tb { b0 } else { b1 }, k))
+        }
+        (sa, sb) if !ta && !tb && !sa.is_empty() && !sb.is_empty() => {
+            let k = sa[sa.len() - 1];
+            (k > 0).then(|| (a.size() / k, b.size() / k, k))
+        }
+        _ => None,
+    };
+    match dims {
+        Some((m, n, k)) if float && k > 0 => {
+            let Some(add) = add_flag(ctx.req[0]) else { return Ok(()) };
+            let dev = ordinal(ctx)?;
+            gpu::blas::gemm(
+                dev,
+                o.dtype(),
+                ta,
+                tb,
+                (m, n, k),
+                address(a),
+                address(b),
+                address(o),
+                (1.0, add as f64),
+            )
+        }
+        _ => gpu::fallback::host_call(ctx, ins, outs),
+    }
+}
+
+/// `FullyConnected`: `data @ weight.T (+ bias)` through cuBLAS and a
+/// broadcast add; accumulation requests and other dtypes run on the host.
+fn fully_connected(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
+    let (x, w, o) = (&ins[0], &ins[1], &outs[0]);
+    let float = matches!(o.dtype(), DType::F32 | DType::F64);
+    let (n, k) = match w.shape() {
+        &[n, k] => (n, k),
+        _ => (0, 0),
+    };
+    let write = matches!(ctx.req[0], Req::Write | Req::Inplace);
+    if !float || !write || k == 0 || n == 0 {
+        return gpu::fallback::host_call(ctx, ins, outs);
+    }
+    let dev = ordinal(ctx)?;
+    let m = x.size() / k;
+    gpu::blas::gemm(dev, o.dtype(), false, true, (m, n, k), address(x), address(w), address(o), (1.0, 0.0))?;
+    if !ctx.attrs.bool("no_bias")? {
+        // BINARY[0] is addition
+        launch_binary(&BINARY[0], dev, o, &ins[2], o, 0)?;
+    }
+    Ok(())
 }
 
 fn scalar(
@@ -91,6 +210,47 @@ fn scalar(
     gpu::launch(dev, &src, &name, gpu::grid_for(dev, x.size().div_ceil(source::UNROLL))?, &mut args)
 }
 
+/// `multi_sgd_update` / `multi_sgd_mom_update` (`momentum`): one SGD
+/// launch per weight, states updated in place; other dtypes on the host.
+fn multi_sgd(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray], momentum: bool) -> Result<()> {
+    let stride = 2 + momentum as usize;
+    let float =
+        ins.iter().all(|x| matches!(x.dtype(), DType::F32 | DType::F64) && x.dtype() == ins[0].dtype());
+    if !float || ins.len() != stride * outs.len() {
+        return gpu::fallback::host_call(ctx, ins, outs);
+    }
+    let dev = ordinal(ctx)?;
+    let a = ctx.attrs;
+    let pw = crate::optimizer::multi::per_weight(a)?;
+    let (rescale, clip) = (a.float("rescale_grad")?, a.float("clip_gradient")?);
+    let mu = if momentum { a.float("momentum")? } else { 0.0 };
+    for (i, o) in outs.iter().enumerate() {
+        if ctx.req[i] == Req::Null {
+            continue;
+        }
+        if ctx.req[i] == Req::Add {
+            return gpu::fallback::host_call(ctx, ins, outs);
+        }
+        let g = &ins[i * stride..(i + 1) * stride];
+        let (name, src) = source::sgd_kernel(o.dtype(), momentum)?;
+        let mom = if momentum { address(&g[2]) } else { 0 };
+        let mut args = KernelArgs::new();
+        args.push(o.size() as i64).push(address(&g[0])).push(address(&g[1])).push(mom).push(address(o));
+        args.push(pw.lrs[i]).push(pw.wds[i]).push(rescale).push(clip).push(mu);
+        gpu::launch(dev, &src, &name, gpu::grid_for(dev, o.size())?, &mut args)?;
+    }
+    Ok(())
+}
+
+/// `_backward_reshape_to`: the values in the output's shape.
+fn reshape_back(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
+    match ctx.req[0] {
+        Req::Null => Ok(()),
+        Req::Write | Req::Inplace => outs[0].assign_from(&ins[0].reshape_to(outs[0].shape())?),
+        Req::Add => gpu::fallback::host_call(ctx, ins, outs),
+    }
+}
+
 /// Adds `kernel` as the GPU kernel of the registered operator `name`.
 fn add_kernel(
     name: &str,
@@ -104,9 +264,18 @@ fn add_kernel(
     }
 }
 
-/// Gives the element-wise operators their GPU kernels (after the CPU
+/// Gives the operators in this module their GPU kernels (after the CPU
 /// registrations, which it extends).
 pub(crate) fn register() {
+    add_kernel("Activation", activation);
+    add_kernel("_activation_grad", activation_grad);
+    add_kernel("sum", |ctx, ins, outs| sum(ctx, ins, outs, false));
+    add_kernel("mean", |ctx, ins, outs| sum(ctx, ins, outs, true));
+    add_kernel("dot", dot);
+    add_kernel("FullyConnected", fully_connected);
+    add_kernel("multi_sgd_update", |ctx, ins, outs| multi_sgd(ctx, ins, outs, false));
+    add_kernel("multi_sgd_mom_update", |ctx, ins, outs| multi_sgd(ctx, ins, outs, true));
+    add_kernel("_backward_reshape_to", reshape_back);
     for e in UNARY {
         add_kernel(e.op, move |ctx, ins, outs| unary(e, ctx, ins, outs));
     }
@@ -129,6 +298,8 @@ mod tests {
     #[test]
     fn every_table_entry_has_a_gpu_kernel() {
         let mut names: Vec<&str> = UNARY.iter().map(|e| e.op).collect();
+        names.extend(["Activation", "_activation_grad", "sum", "mean", "dot", "FullyConnected"]);
+        names.extend(["multi_sgd_update", "multi_sgd_mom_update", "_backward_reshape_to"]);
         for e in BINARY {
             names.extend([e.broadcast, e.same_shape, e.scalar]);
             names.extend(e.reversed);

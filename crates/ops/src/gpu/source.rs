@@ -132,6 +132,76 @@ pub const BINARY: &[BinaryEntry] = &[
     ),
 ];
 
+/// `_activation_grad` by `act_type`: `a` is the output gradient, `b` the
+/// activation's output (names only for the kernel; no operators of these names).
+pub const ACTIVATION_GRAD: &[(&str, BinaryEntry)] = &[
+    ("relu", b("(b > (C)0 ? a : (C)0)", "activation_grad_relu", "", "", None)),
+    ("sigmoid", b("a * (b * ((C)1 - b))", "activation_grad_sigmoid", "", "", None)),
+    ("tanh", b("a * ((C)1 - b * b)", "activation_grad_tanh", "", "", None)),
+];
+
+/// `Activation`'s `act_type`s, each the one-input operator of that name.
+pub const ACTIVATIONS: &[&str] = &["relu", "sigmoid", "tanh", "softrelu", "softsign"];
+
+/// Name and source of the reduction kernel `sum` (`mean` with `scale`
+/// 1/n) on `dtype`: one block per output element (a grid-stride loop over
+/// them), its threads striding over the reduced elements, then a tree in
+/// shared memory. `(kept shape, kept strides, reduced shape, reduced
+/// strides, x, o, add, scale)`.
+pub fn sum_kernel(dtype: DType) -> Result<(String, String)> {
+    let name = format!("ox_sum_{dtype}");
+    let source = format!(
+        "{head}extern \"C\" __global__ void {name}(OxShape kept, OxStrides ks, OxShape red, OxStrides rs, \
+         const T* __restrict__ x, T* __restrict__ o, int add, double scale) {{\n\
+           __shared__ C buf[{REDUCE_BLOCK}];\n\
+           for (long long out = blockIdx.x; out < kept.n; out += gridDim.x) {{\n\
+             const long long base = ox_offset(kept, ks, out);\n\
+             C acc = (C)0;\n\
+             for (long long r = threadIdx.x; r < red.n; r += blockDim.x) acc += (C)x[base + ox_offset(red, rs, r)];\n\
+             buf[threadIdx.x] = acc;\n\
+             __syncthreads();\n\
+             for (int s = blockDim.x / 2; s > 0; s >>= 1) {{\n\
+               if (threadIdx.x < s) buf[threadIdx.x] += buf[threadIdx.x + s];\n\
+               __syncthreads();\n\
+             }}\n\
+             if (threadIdx.x == 0) {{ C r = buf[0] * (C)scale; o[out] = add ? ox_to((C)o[out] + r) : ox_to(r); }}\n\
+             __syncthreads();\n\
+           }}\n\
+         }}\n",
+        head = head(dtype)?,
+    );
+    Ok((name, source))
+}
+
+/// Name and source of the SGD update (`momentum`: with a momentum state
+/// updated in place) on `dtype`, as the CPU's rule: `(n, w, g, mom, o, lr,
+/// wd, rescale, clip, momentum)`; `clip < 0` leaves gradients unclipped.
+pub fn sgd_kernel(dtype: DType, momentum: bool) -> Result<(String, String)> {
+    let name = format!("ox_sgd{}_{dtype}", if momentum { "_mom" } else { "" });
+    let step = if momentum {
+        "C m = mu * (C)mom[i] - lr * wd * wv - lr * gv; mom[i] = ox_to(m); o[i] = ox_to(wv + m);"
+    } else {
+        "o[i] = ox_to(wv + (-(lr * wd * wv) - lr * gv));"
+    };
+    let source = format!(
+        "{head}extern \"C\" __global__ void {name}(long long n, const T* w, const T* g, T* mom, T* o, double lr_, \
+         double wd_, double rescale_, double clip_, double mu_) {{\n\
+           const C lr = (C)lr_, wd = (C)wd_, rescale = (C)rescale_, clip = (C)clip_, mu = (C)mu_;\n\
+           for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {{\n\
+             C gv = rescale * (C)g[i];\n\
+             if (clip >= (C)0) gv = gv > clip ? clip : (gv < -clip ? -clip : gv);\n\
+             const C wv = (C)w[i];\n\
+             {step}\n\
+           }}\n\
+         }}\n",
+        head = head(dtype)?,
+    );
+    Ok((name, source))
+}
+
+/// Threads per block of [`sum_kernel`] (a power of two).
+pub const REDUCE_BLOCK: u32 = 256;
+
 /// Helpers the binary expressions use.
 const HELPERS: &str = r#"
 template <typename C> __device__ __forceinline__ C ox_mod(C a, C b) {
@@ -249,6 +319,14 @@ pub fn catalog() -> Result<Vec<(String, String)>> {
             if e.reversed.is_some() {
                 all.push(scalar_kernel(e, true, dt)?);
             }
+        }
+        if float {
+            for (_, e) in ACTIVATION_GRAD {
+                all.push(binary_kernel(e, dt)?);
+            }
+            all.push(sum_kernel(dt)?);
+            all.push(sgd_kernel(dt, false)?);
+            all.push(sgd_kernel(dt, true)?);
         }
     }
     Ok(all)

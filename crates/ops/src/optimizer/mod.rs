@@ -26,7 +26,7 @@ mod ftml;
 mod ftrl;
 mod kernel;
 mod lamb;
-mod multi;
+pub(crate) mod multi;
 mod rmsprop;
 mod sgd;
 mod sign;

@@ -17,9 +17,9 @@ use oxnet_core::{registry, AttrKind, AttrSpec, DType, Error, NDArray, OpContext,
 use std::sync::Arc;
 
 /// The parsed per-weight learning rates and weight decays.
-struct PerWeight {
-    lrs: Vec<f64>,
-    wds: Vec<f64>,
+pub(crate) struct PerWeight {
+    pub(crate) lrs: Vec<f64>,
+    pub(crate) wds: Vec<f64>,
 }
 
 /// Parses a tuple of floats as Python writes it: `(0.1, 0.2)`, `[0.1,0.2]`,
@@ -55,7 +55,7 @@ fn num_weights(attrs: &Attrs) -> Result<usize> {
     Ok(n as usize)
 }
 
-fn per_weight(attrs: &Attrs) -> Result<PerWeight> {
+pub(crate) fn per_weight(attrs: &Attrs) -> Result<PerWeight> {
     let n = num_weights(attrs)?;
     let lrs = parse_floats("lrs", attrs.str("lrs")?)?;
     let wds = parse_floats("wds", attrs.str("wds")?)?;
