@@ -268,3 +268,43 @@ def test_activation_and_its_gradient_match_cpu(act):
 
     for want, got in zip(run(mx.cpu()), run(GPU)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "softmin"])
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_softmax_family_and_gradient_match_cpu(op, axis):
+    x = RNG.standard_normal((5, 700, 3)).astype(np.float32) * 4
+
+    def run(ctx):
+        a = mx.nd.array(x, ctx=ctx)
+        a.attach_grad()
+        with mx.autograd.record():
+            y = getattr(mx.nd, op)(a, axis=axis, temperature=2.0)
+        y.backward(mx.nd.array(np.cos(x), ctx=ctx))
+        return y.asnumpy(), a.grad.asnumpy()
+
+    for want, got in zip(run(mx.cpu()), run(GPU)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["clip", "wrap"])
+@pytest.mark.parametrize("axis,keepdims", [(-1, False), (0, True), (1, False)])
+def test_pick_and_its_gradient_match_cpu(mode, axis, keepdims):
+    x = RNG.standard_normal((4, 6, 5)).astype(np.float32)
+    n = x.shape[axis]
+    shape = list(x.shape)
+    shape[axis] = 1
+    if not keepdims:
+        shape.pop(axis)
+    index = RNG.integers(-n - 2, 2 * n, size=shape).astype(np.float32)
+
+    def run(ctx):
+        a = mx.nd.array(x, ctx=ctx)
+        a.attach_grad()
+        with mx.autograd.record():
+            y = mx.nd.pick(a, mx.nd.array(index, ctx=ctx), axis=axis, keepdims=keepdims, mode=mode)
+        y.backward(mx.nd.array(np.arange(y.size, dtype=np.float32).reshape(y.shape) + 1, ctx=ctx))
+        return y.asnumpy(), a.grad.asnumpy()
+
+    for want, got in zip(run(mx.cpu()), run(GPU)):
+        np.testing.assert_array_equal(got, want)

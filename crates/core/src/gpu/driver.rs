@@ -199,6 +199,18 @@ pub fn synchronize(ordinal: usize) -> Result<()> {
         .map_err(|e| driver_error(&format!("gpu({}) work (a kernel or copy queued earlier)", d.ordinal), e))
 }
 
+/// Waits for the work queued on every GPU this process has used (devices
+/// never used are left alone: no context is created for them).
+pub fn synchronize_used() -> Result<()> {
+    let Some(slots) = DEVICES.get() else { return Ok(()) };
+    for (ordinal, slot) in slots.iter().enumerate() {
+        if matches!(slot.get(), Some(Ok(_))) {
+            synchronize(ordinal)?;
+        }
+    }
+    Ok(())
+}
+
 /// The CUDA stream of `gpu(ordinal)`, for custom operators and libraries
 /// that queue their own work (it must go on this stream).
 pub fn stream(ordinal: usize) -> Result<*mut c_void> {

@@ -73,9 +73,7 @@ pub fn ensure_device(ordinal: usize) -> Result<()> {
 /// `waitall`); a no-op without GPUs.
 pub fn synchronize_all() -> Result<()> {
     #[cfg(feature = "cuda")]
-    for i in 0..num_gpus() {
-        driver::synchronize(i)?;
-    }
+    driver::synchronize_used()?;
     Ok(())
 }
 

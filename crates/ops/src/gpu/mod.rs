@@ -242,6 +242,63 @@ fn multi_sgd(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray], momentum: bool)
     Ok(())
 }
 
+/// `softmax`, `log_softmax`, `softmin` (`scale_sign` -1) along `axis`;
+/// a `length` input or an output dtype other than the input's runs on the host.
+fn softmax(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray], log: bool, scale_sign: f64) -> Result<()> {
+    let (x, y) = (&ins[0], &outs[0]);
+    let float = matches!(x.dtype(), DType::F32 | DType::F64);
+    if ins.len() > 1 || x.dtype() != y.dtype() || !float {
+        return gpu::fallback::host_call(ctx, ins, outs);
+    }
+    let Some(add) = add_flag(ctx.req[0]) else { return Ok(()) };
+    let dev = ordinal(ctx)?;
+    let axis = oxnet_core::shape::normalize_axis(ctx.attrs.int("axis")?, x.ndim())?;
+    let (n, inner) = (x.shape()[axis], x.shape()[axis + 1..].iter().product::<usize>());
+    let rows = x.size() / n.max(1);
+    if n == 0 || rows == 0 {
+        return Ok(());
+    }
+    let scale = scale_sign / crate::nn::softmax::temperature(ctx.attrs)?;
+    let (name, src) = source::softmax_kernel(x.dtype())?;
+    let mut args = KernelArgs::new();
+    args.push(rows as i64).push(n as i64).push(inner as i64).push(address(x)).push(address(y));
+    args.push(scale).push(log as i32).push(add);
+    gpu::launch(dev, &src, &name, (rows.min(65_535) as u32, source::REDUCE_BLOCK), &mut args)
+}
+
+/// `pick(data, index)` and `_backward_pick(ograd, index, data)` (`scatter`).
+fn pick(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray], scatter: bool) -> Result<()> {
+    let (x, index, o) = (&ins[0], &ins[1], &outs[0]);
+    let float = matches!(x.dtype(), DType::F32 | DType::F64);
+    if !float || !DTYPES.contains(&index.dtype()) {
+        return gpu::fallback::host_call(ctx, ins, outs);
+    }
+    let Some(add) = add_flag(ctx.req[0]) else { return Ok(()) };
+    let dev = ordinal(ctx)?;
+    let data_shape = if scatter { ins[2].shape() } else { x.shape() };
+    let axis = crate::indexing::pick::pick_axis(ctx.attrs, data_shape.len())?;
+    let n = data_shape[axis];
+    let inner: usize = data_shape[axis + 1..].iter().product();
+    let count = index.size();
+    if n == 0 {
+        return gpu::fallback::host_call(ctx, ins, outs); // the CPU's error
+    }
+    if scatter && add == 0 {
+        o.fill(0.0)?;
+    }
+    let wrap = (ctx.attrs.str("mode")? == "wrap") as i32;
+    let (name, src) = source::pick_kernel(x.dtype(), index.dtype(), scatter)?;
+    let mut args = KernelArgs::new();
+    args.push(count as i64)
+        .push(n as i64)
+        .push(inner as i64)
+        .push(address(x))
+        .push(address(index))
+        .push(address(o));
+    args.push(wrap).push(add);
+    gpu::launch(dev, &src, &name, gpu::grid_for(dev, count)?, &mut args)
+}
+
 /// `_backward_reshape_to`: the values in the output's shape.
 fn reshape_back(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
     match ctx.req[0] {
@@ -276,6 +333,11 @@ pub(crate) fn register() {
     add_kernel("multi_sgd_update", |ctx, ins, outs| multi_sgd(ctx, ins, outs, false));
     add_kernel("multi_sgd_mom_update", |ctx, ins, outs| multi_sgd(ctx, ins, outs, true));
     add_kernel("_backward_reshape_to", reshape_back);
+    add_kernel("softmax", |ctx, ins, outs| softmax(ctx, ins, outs, false, 1.0));
+    add_kernel("log_softmax", |ctx, ins, outs| softmax(ctx, ins, outs, true, 1.0));
+    add_kernel("softmin", |ctx, ins, outs| softmax(ctx, ins, outs, false, -1.0));
+    add_kernel("pick", |ctx, ins, outs| pick(ctx, ins, outs, false));
+    add_kernel("_backward_pick", |ctx, ins, outs| pick(ctx, ins, outs, true));
     for e in UNARY {
         add_kernel(e.op, move |ctx, ins, outs| unary(e, ctx, ins, outs));
     }
@@ -300,6 +362,7 @@ mod tests {
         let mut names: Vec<&str> = UNARY.iter().map(|e| e.op).collect();
         names.extend(["Activation", "_activation_grad", "sum", "mean", "dot", "FullyConnected"]);
         names.extend(["multi_sgd_update", "multi_sgd_mom_update", "_backward_reshape_to"]);
+        names.extend(["softmax", "log_softmax", "softmin", "pick", "_backward_pick"]);
         for e in BINARY {
             names.extend([e.broadcast, e.same_shape, e.scalar]);
             names.extend(e.reversed);

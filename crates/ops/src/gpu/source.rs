@@ -199,6 +199,84 @@ pub fn sgd_kernel(dtype: DType, momentum: bool) -> Result<(String, String)> {
     Ok((name, source))
 }
 
+/// CUDA C++ of a block-wide reduction of `v` (`op`: a binary expression
+/// of `a` and `b`) through shared memory `buf`; every thread gets the result.
+const BLOCK_REDUCE: &str = r#"
+template <typename C, typename F> __device__ __forceinline__ C ox_block_reduce(C* buf, C v, F f) {
+    buf[threadIdx.x] = v;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) buf[threadIdx.x] = f(buf[threadIdx.x], buf[threadIdx.x + s]);
+        __syncthreads();
+    }
+    C r = buf[0];
+    __syncthreads();
+    return r;
+}
+"#;
+
+/// Name and source of `softmax` / `log_softmax` / `softmin` on `dtype` over
+/// an axis of length `n` with `inner` elements after it: one block per row
+/// (max, sum of exponentials, write). `(rows, n, inner, x, y, scale, log,
+/// add)`; `scale` is ±1/temperature.
+pub fn softmax_kernel(dtype: DType) -> Result<(String, String)> {
+    let name = format!("ox_softmax_{dtype}");
+    let source = format!(
+        "{head}{BLOCK_REDUCE}extern \"C\" __global__ void {name}(long long rows, long long n, long long inner, \
+         const T* __restrict__ x, T* __restrict__ y, double scale_, int log_out, int add) {{\n\
+           __shared__ C buf[{REDUCE_BLOCK}];\n\
+           const C scale = (C)scale_;\n\
+           for (long long r = blockIdx.x; r < rows; r += gridDim.x) {{\n\
+             const long long base = (r / inner) * n * inner + r % inner;\n\
+             C m = (C)x[base] * scale;\n\
+             for (long long k = threadIdx.x; k < n; k += blockDim.x) {{ C v = (C)x[base + k * inner] * scale; m = v > m ? v : m; }}\n\
+             m = ox_block_reduce(buf, m, [](C a, C b) {{ return a > b ? a : b; }});\n\
+             C s = (C)0;\n\
+             for (long long k = threadIdx.x; k < n; k += blockDim.x) s += exp((C)x[base + k * inner] * scale - m);\n\
+             s = ox_block_reduce(buf, s, [](C a, C b) {{ return a + b; }});\n\
+             const C ls = log(s);\n\
+             for (long long k = threadIdx.x; k < n; k += blockDim.x) {{\n\
+               const long long i = base + k * inner;\n\
+               const C z = (C)x[i] * scale - m;\n\
+               const C v = log_out ? z - ls : exp(z) / s;\n\
+               y[i] = add ? ox_to((C)y[i] + v) : ox_to(v);\n\
+             }}\n\
+           }}\n\
+         }}\n",
+        head = head(dtype)?,
+    );
+    Ok((name, source))
+}
+
+/// Name and source of `pick` (`scatter`: `_backward_pick`, adding each
+/// picked gradient into its place) on data `dtype` with indices of
+/// `index`: `(count, n, inner, data, index, out, wrap, add)`. An index
+/// truncates toward zero (NaN gives 0), then clips or wraps, as on the CPU.
+pub fn pick_kernel(dtype: DType, index: DType, scatter: bool) -> Result<(String, String)> {
+    let name = format!("ox_{}_{dtype}_{index}", if scatter { "backward_pick" } else { "pick" });
+    let body = if scatter {
+        "o[(q * n + k) * inner + j] = ox_to((C)o[(q * n + k) * inner + j] + (C)x[r]);"
+    } else {
+        "const C v = (C)x[(q * n + k) * inner + j]; o[r] = add ? ox_to((C)o[r] + v) : ox_to(v);"
+    };
+    let source = format!(
+        "{head}typedef {i} I;\n\
+         extern \"C\" __global__ void {name}(long long count, long long n, long long inner, const T* __restrict__ x, \
+         const I* __restrict__ idx, T* __restrict__ o, int wrap, int add) {{\n\
+           for (long long r = blockIdx.x * (long long)blockDim.x + threadIdx.x; r < count; r += (long long)gridDim.x * blockDim.x) {{\n\
+             const double f = (double)idx[r];\n\
+             long long k = f != f ? 0 : (f >= 9.2e18 ? 9223372036854775807LL : (f <= -9.2e18 ? (-9223372036854775807LL - 1) : (long long)f));\n\
+             if (wrap) {{ k %= n; if (k < 0) k += n; }} else {{ k = k < 0 ? 0 : (k >= n ? n - 1 : k); }}\n\
+             const long long q = r / inner, j = r % inner;\n\
+             {body}\n\
+           }}\n\
+         }}\n",
+        head = head(dtype)?,
+        i = c_type(index)?,
+    );
+    Ok((name, source))
+}
+
 /// Threads per block of [`sum_kernel`] (a power of two).
 pub const REDUCE_BLOCK: u32 = 256;
 
@@ -327,6 +405,11 @@ pub fn catalog() -> Result<Vec<(String, String)>> {
             all.push(sum_kernel(dt)?);
             all.push(sgd_kernel(dt, false)?);
             all.push(sgd_kernel(dt, true)?);
+            all.push(softmax_kernel(dt)?);
+            for &index in DTYPES {
+                all.push(pick_kernel(dt, index, false)?);
+                all.push(pick_kernel(dt, index, true)?);
+            }
         }
     }
     Ok(all)

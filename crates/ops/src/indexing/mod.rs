@@ -8,7 +8,7 @@ mod batch_take;
 mod contrib_index;
 mod fill_element;
 mod gather_nd;
-mod pick;
+pub(crate) mod pick;
 mod ravel;
 mod take;
 

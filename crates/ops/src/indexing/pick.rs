@@ -12,7 +12,7 @@ use oxnet_core::{
 
 // ---------------------------------------------------------------- pick
 
-fn pick_axis(attrs: &Attrs, ndim: usize) -> Result<usize> {
+pub(crate) fn pick_axis(attrs: &Attrs, ndim: usize) -> Result<usize> {
     match attrs.opt_int("axis")? {
         Some(a) => normalize_axis(a, ndim),
         None => Err(Error::attr("axis", "pick needs an axis (None is not supported)")),

@@ -10,7 +10,7 @@ mod embedding;
 mod loss;
 mod loss_output;
 mod prelu;
-mod softmax;
+pub(crate) mod softmax;
 mod softmax_activation;
 
 use crate::kernels::simd_math;

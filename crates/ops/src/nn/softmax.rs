@@ -62,7 +62,7 @@ impl Kind {
 }
 
 /// The `temperature` attribute: a positive number, or None (meaning 1).
-pub(super) fn temperature(attrs: &Attrs) -> Result<f64> {
+pub(crate) fn temperature(attrs: &Attrs) -> Result<f64> {
     let s = attrs.str("temperature")?.trim();
     if matches!(s, "None" | "none" | "") {
         return Ok(1.0);
