@@ -26,6 +26,62 @@ def timed(fn, sync, rounds):
     return best
 
 
+def matmul_rows(n=8192, rounds=10):
+    """bfloat16 matrix product n x n x n (float32 accumulation): oxnet's
+    `dot` (cuBLAS) and torch.matmul; the last column holds TFLOP/s."""
+    gpu = mx.gpu(0)
+    a = mx.nd.random.uniform(-1, 1, shape=(n, n)).astype("bfloat16").as_in_context(gpu)
+    b = mx.nd.random.uniform(-1, 1, shape=(n, n)).astype("bfloat16").as_in_context(gpu)
+    out = mx.nd.dot(a, b)
+    flops = 2 * n ** 3
+    t = timed(lambda: mx.nd.dot(a, b, out=out), mx.nd.waitall, rounds)
+    rows = [(f"oxnet bf16 matmul {n}^3 TFLOP/s", t, flops / t / 1e12)]
+    try:
+        import torch
+    except ImportError:
+        return rows
+    ta = torch.rand(n, n, device="cuda", dtype=torch.bfloat16) * 2 - 1
+    tb = torch.rand(n, n, device="cuda", dtype=torch.bfloat16) * 2 - 1
+    tout = torch.empty_like(ta)
+    tt = timed(lambda: torch.matmul(ta, tb, out=tout), torch.cuda.synchronize, rounds)
+    rows.append((f"torch bf16 matmul {n}^3 TFLOP/s", tt, flops / tt / 1e12))
+    return rows
+
+
+def cupy_custom_op_rows(n=1 << 20, rounds=200):
+    """A Python custom operator computing sigmoid with CuPy on oxnet's GPU
+    arrays (no host copy), against the same CuPy code on CuPy arrays."""
+    try:
+        import cupy
+    except ImportError:
+        return []
+
+    def cupy_sigmoid(x, y):
+        cupy.exp(-x, out=y)
+        y += 1
+        cupy.reciprocal(y, out=y)
+
+    class CupySigmoid(mx.operator.CustomOp):
+        def forward(self, is_train, req, in_data, out_data, aux):
+            cupy_sigmoid(cupy.asarray(in_data[0]), cupy.asarray(out_data[0]))
+
+    @mx.operator.register("bench_cupy_sigmoid")
+    class CupySigmoidProp(mx.operator.CustomOpProp):
+        def infer_shape(self, in_shape):
+            return in_shape, [in_shape[0]], []
+
+        def create_operator(self, ctx, shapes, dtypes):
+            return CupySigmoid()
+
+    x = mx.nd.array(np.random.default_rng(2).standard_normal(n).astype(np.float32), ctx=mx.gpu(0))
+    got = mx.nd.Custom(x, op_type="bench_cupy_sigmoid")
+    np.testing.assert_allclose(got.asnumpy(), 1 / (1 + np.exp(-x.asnumpy())), rtol=1e-5)
+    t_op = timed(lambda: mx.nd.Custom(x, op_type="bench_cupy_sigmoid"), mx.nd.waitall, rounds)
+    cx, cy = cupy.asarray(x.asnumpy()), cupy.empty(n, dtype=cupy.float32)
+    t_cupy = timed(lambda: cupy_sigmoid(cx, cy), cupy.cuda.runtime.deviceSynchronize, rounds)
+    return [("oxnet Custom op with CuPy 1M", t_op, None), ("CuPy alone 1M", t_cupy, None)]
+
+
 def mlp_step_rows(rounds):
     """One hybridized Gluon MLP training step (784-512-512-10, batch 256,
     SGD with momentum) on the GPU, and PyTorch eager's."""
@@ -104,10 +160,12 @@ def main():
                  ("torch relu 1K (launch)", t_tsm, None)]
     except ImportError:
         print("(PyTorch not installed: oxnet only)")
+    rows += matmul_rows()
+    rows += cupy_custom_op_rows()
     rows += mlp_step_rows(a.rounds)
-    print(f"{'what':28s} {'time':>12s} {'GB/s':>8s}")
+    print(f"{'what':34s} {'time':>12s} {'GB/s':>8s}")
     for what, t, bw in rows:
-        print(f"{what:28s} {t * 1e6:10.1f}us {'' if bw is None else f'{bw:8.0f}'}")
+        print(f"{what:34s} {t * 1e6:10.1f}us {'' if bw is None else f'{bw:8.0f}'}")
     print(f"sigmoid / copy bandwidth (oxnet, same run): {t_copy / t_sig:.2f}")
     print("operators run on the host for lack of a GPU kernel:", mx.context.gpu_host_fallbacks())
 

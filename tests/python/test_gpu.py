@@ -308,3 +308,17 @@ def test_pick_and_its_gradient_match_cpu(mode, axis, keepdims):
 
     for want, got in zip(run(mx.cpu()), run(GPU)):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_products_accumulate_in_float32(dtype):
+    a = RNG.uniform(-1, 1, size=(64, 96)).astype(np.float32)
+    b = RNG.uniform(-1, 1, size=(96, 48)).astype(np.float32)
+    ha, hb = mx.nd.array(a).astype(dtype), mx.nd.array(b).astype(dtype)
+    # the inputs as the half type rounds them, multiplied in float64
+    want = ha.astype("float64").asnumpy() @ hb.astype("float64").asnumpy()
+    got = mx.nd.dot(ha.as_in_context(GPU), hb.as_in_context(GPU))
+    assert got.context == GPU and got.shape == (64, 48)
+    got = got.as_in_context(mx.cpu()).astype("float64").asnumpy()
+    # float32 accumulation, one rounding to the half type at the end
+    np.testing.assert_allclose(got, want, rtol=1e-2 if dtype == "bfloat16" else 2e-3, atol=1e-2)

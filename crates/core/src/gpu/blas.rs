@@ -44,7 +44,8 @@ fn handle(ordinal: usize) -> Result<cb::cublasHandle_t> {
 /// A row-major product `c = alpha * op(a) @ op(b) + beta * c` on
 /// `gpu(ordinal)`: `op(a)` is m x k, `op(b)` is k x n, `c` is m x n, all
 /// contiguous row-major blocks at device addresses (`ta`: `a` is stored
-/// k x m; `tb`: `b` is stored n x k). float32 and float64.
+/// k x m; `tb`: `b` is stored n x k). float32 and float64; float16 and
+/// bfloat16 accumulate in float32 (tensor cores).
 #[allow(clippy::too_many_arguments)]
 pub fn gemm(
     ordinal: usize,
@@ -110,9 +111,39 @@ pub fn gemm(
                 c as *mut f64,
                 ni,
             ),
+            DType::F16 | DType::BF16 => {
+                let t = if dtype == DType::F16 {
+                    cb::cudaDataType::CUDA_R_16F
+                } else {
+                    cb::cudaDataType::CUDA_R_16BF
+                };
+                let (al, be) = (alpha as f32, beta as f32);
+                let void = |p: &f32| p as *const f32 as *const std::ffi::c_void;
+                cb::cublasGemmEx(
+                    h,
+                    op(tb),
+                    op(ta),
+                    ni,
+                    mi,
+                    ki,
+                    void(&al),
+                    b as *const std::ffi::c_void,
+                    t,
+                    ldb,
+                    a as *const std::ffi::c_void,
+                    t,
+                    lda,
+                    void(&be),
+                    c as *mut std::ffi::c_void,
+                    t,
+                    ni,
+                    cb::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                    cb::cublasGemmAlgo_t::CUBLAS_GEMM_DFALT,
+                )
+            }
             other => {
                 return Err(Error::DType(format!(
-                    "GPU matrix products take float32 and float64, not {other}"
+                    "GPU matrix products take float16, bfloat16, float32 and float64, not {other}"
                 )))
             }
         }

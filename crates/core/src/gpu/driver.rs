@@ -105,8 +105,10 @@ fn create(ordinal: usize) -> std::result::Result<DeviceState, String> {
     // for the life of the process.
     let ctx = unsafe { cu::primary_ctx::retain(dev) }.map_err(|e| format!("gpu({ordinal}): {e}"))?;
     bind_ctx(ctx).map_err(|e| e.to_string())?;
-    let stream = cu::stream::create(cu::stream::StreamKind::NonBlocking)
-        .map_err(|e| format!("gpu({ordinal}): {e}"))?;
+    // A blocking stream: work other libraries queue on the legacy default
+    // stream (CuPy's and PyTorch's default) is ordered with oxnet's, both ways.
+    let stream =
+        cu::stream::create(cu::stream::StreamKind::Default).map_err(|e| format!("gpu({ordinal}): {e}"))?;
     let attr = |a| unsafe { cu::device::get_attribute(dev, a) }.map_err(|e| format!("gpu({ordinal}): {e}"));
     let major = attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
     let minor = attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;

@@ -137,7 +137,7 @@ fn sum(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray], mean: bool) -> Result
 fn dot(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
     let (a, b, o) = (&ins[0], &ins[1], &outs[0]);
     let (ta, tb) = (ctx.attrs.bool("transpose_a")?, ctx.attrs.bool("transpose_b")?);
-    let float = matches!(o.dtype(), DType::F32 | DType::F64);
+    let float = matches!(o.dtype(), DType::F32 | DType::F64 | DType::F16 | DType::BF16);
     let dims = match (a.shape(), b.shape()) {
         (&[a0, a1], &[b0, b1]) => {
             let (m, k) = if ta { (a1, a0) } else { (a0, a1) };
