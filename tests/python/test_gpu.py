@@ -177,7 +177,9 @@ def test_autograd_on_the_gpu_matches_cpu():
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-def test_hybridized_gluon_training_on_the_gpu_matches_cpu():
+@pytest.mark.parametrize("optimizer,params", [("sgd", {"learning_rate": 0.1, "momentum": 0.9}),
+                                              ("adam", {"learning_rate": 0.01, "wd": 1e-3})])
+def test_hybridized_gluon_training_on_the_gpu_matches_cpu(optimizer, params):
     from oxnet import autograd, gluon
 
     data = RNG.standard_normal((32, 10)).astype(np.float32)
@@ -189,7 +191,7 @@ def test_hybridized_gluon_training_on_the_gpu_matches_cpu():
         net.add(gluon.nn.Dense(16, activation="relu"), gluon.nn.Dense(3))
         net.initialize(mx.init.Xavier(), ctx=ctx)
         net.hybridize()
-        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9})
+        trainer = gluon.Trainer(net.collect_params(), optimizer, dict(params))
         loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
         x, y = mx.nd.array(data, ctx=ctx), mx.nd.array(labels, ctx=ctx)
         for _ in range(3):
@@ -322,3 +324,55 @@ def test_half_precision_products_accumulate_in_float32(dtype):
     got = got.as_in_context(mx.cpu()).astype("float64").asnumpy()
     # float32 accumulation, one rounding to the half type at the end
     np.testing.assert_allclose(got, want, rtol=1e-2 if dtype == "bfloat16" else 2e-3, atol=1e-2)
+
+
+def test_an_operator_error_on_the_gpu_reaches_the_caller():
+    x = mx.nd.array(np.arange(12, dtype=np.float32).reshape(3, 4), ctx=GPU)
+    with pytest.raises(mx.base.MXNetError, match="take"):
+        mx.nd.take(x, mx.nd.array([0, 7], ctx=GPU), mode="raise").asnumpy()
+    # the device is still usable afterwards
+    np.testing.assert_array_equal((x * 2).asnumpy(), np.arange(12).reshape(3, 4) * 2)
+
+
+def test_python_custom_op_sees_device_arrays():
+    cupy = pytest.importorskip("cupy")
+
+    class Double(mx.operator.CustomOp):
+        def forward(self, is_train, req, in_data, out_data, aux):
+            assert in_data[0].context == GPU
+            cupy.multiply(cupy.asarray(in_data[0]), 2, out=cupy.asarray(out_data[0]))
+
+        def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+            cupy.multiply(cupy.asarray(out_grad[0]), 2, out=cupy.asarray(in_grad[0]))
+
+    @mx.operator.register("test_gpu_double")
+    class DoubleProp(mx.operator.CustomOpProp):
+        def __init__(self):
+            super().__init__(need_top_grad=True)
+
+        def infer_shape(self, in_shape):
+            return in_shape, [in_shape[0]], []
+
+        def create_operator(self, ctx, shapes, dtypes):
+            return Double()
+
+    x = RNG.standard_normal((5, 7)).astype(np.float32)
+    a = mx.nd.array(x, ctx=GPU)
+    a.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.Custom(a, op_type="test_gpu_double") * 3  # oxnet's kernel after CuPy's
+    y.backward()
+    np.testing.assert_allclose(y.asnumpy(), 6 * x, rtol=1e-6)
+    np.testing.assert_allclose(a.grad.asnumpy(), np.full_like(x, 6), rtol=1e-6)
+
+
+def test_split_and_load_places_slices_on_the_gpu():
+    from oxnet import gluon
+
+    x = RNG.standard_normal((6, 3)).astype(np.float32)
+    parts = gluon.utils.split_and_load(mx.nd.array(x), [GPU])
+    assert len(parts) == 1 and parts[0].context == GPU
+    np.testing.assert_array_equal(parts[0].asnumpy(), x)
+    parts = gluon.utils.split_and_load(mx.nd.array(x), [GPU, mx.cpu()])
+    assert [p.context for p in parts] == [GPU, mx.cpu()]
+    np.testing.assert_array_equal(np.concatenate([p.asnumpy() for p in parts]), x)

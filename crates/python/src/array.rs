@@ -419,13 +419,23 @@ impl PyNDArray {
         dl_device: Option<&Bound<'py, PyAny>>,
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let _ = (stream, max_version, dl_device);
+        let _ = (max_version, dl_device);
         let a = if copy == Some(true) { self.inner.copy().py()? } else { self.inner.clone() };
-        // a GPU array's queued work finishes first, so any consumer stream sees its values
+        // DLPack's stream protocol: None or 1 is the legacy default stream,
+        // which oxnet's blocking stream is already ordered with; -1 asks for
+        // no ordering; 2 (per-thread default) or a handle waits on an event.
         #[cfg(feature = "cuda")]
         if let oxnet_core::Device::Gpu(i) = a.device() {
-            py.detach(|| oxnet_core::gpu::synchronize(i)).py()?;
+            let s: Option<i64> = match stream {
+                Some(s) if !s.is_none() => Some(s.extract()?),
+                _ => None,
+            };
+            if let Some(handle) = s.filter(|h| *h != 1 && *h != -1 && *h != 0) {
+                oxnet_core::gpu::order_stream_after(i, handle as usize as *mut std::ffi::c_void).py()?;
+            }
         }
+        #[cfg(not(feature = "cuda"))]
+        let _ = stream;
         crate::dlpack::export(py, a)
     }
 

@@ -163,17 +163,19 @@ pub fn array_interface<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound<'py,
 }
 
 /// The CUDA array interface (version 3) describing a GPU array's memory in
-/// place, after its device's queued work is done.
+/// place. No wait: oxnet's stream is a blocking stream, so work a consumer
+/// queues on the legacy default stream (CuPy's, Numba's and PyTorch's
+/// default) runs after oxnet's queued work, and oxnet's later work after
+/// the consumer's; a consumer on a non-blocking stream calls
+/// `wait_to_read()` first.
 pub fn cuda_array_interface<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound<'py, PyDict>> {
-    let oxnet_core::Device::Gpu(_ordinal) = a.device() else {
+    let oxnet_core::Device::Gpu(_) = a.device() else {
         return Err(pyo3::exceptions::PyAttributeError::new_err(
             "__cuda_array_interface__: the array is on the CPU (use __array_interface__)",
         ));
     };
     let typestr = dtype::typestr(a.dtype()).ok_or_else(|| dtype::no_numpy_type(a.dtype()))?;
     a.check_has_values().py()?;
-    #[cfg(feature = "cuda")]
-    py.detach(|| oxnet_core::gpu::synchronize(_ordinal)).py()?;
     let d = PyDict::new(py);
     d.set_item("version", 3)?;
     d.set_item("typestr", typestr)?;

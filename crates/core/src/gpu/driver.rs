@@ -219,6 +219,30 @@ pub fn stream(ordinal: usize) -> Result<*mut c_void> {
     Ok(device(ordinal)?.stream as *mut c_void)
 }
 
+/// Makes another stream `consumer` (a CUDA stream handle of another
+/// library) wait for the work queued so far on `gpu(ordinal)`'s stream,
+/// without blocking the host: an event recorded here, waited on there.
+pub fn order_stream_after(ordinal: usize, consumer: *mut c_void) -> Result<()> {
+    let d = device(ordinal)?;
+    let event = cu::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+        .map_err(|e| driver_error("creating an event", e))?;
+    // SAFETY: a fresh event recorded on our stream; the consumer handle is
+    // the caller's promise; the event is released once its waits complete.
+    let result = unsafe {
+        cu::event::record(event, d.stream).and_then(|_| {
+            cu::stream::wait_event(
+                consumer as sys::CUstream,
+                event,
+                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+            )
+        })
+    };
+    unsafe {
+        let _ = cu::event::destroy(event);
+    }
+    result.map_err(|e| driver_error("ordering another stream after oxnet's", e))
+}
+
 /// Copies host bytes to device memory (the host buffer may be dropped on return).
 pub fn copy_to_device(ordinal: usize, dst: u64, src: &[u8]) -> Result<()> {
     let d = device(ordinal)?;

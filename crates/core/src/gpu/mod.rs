@@ -35,12 +35,13 @@ pub use args::KernelArgs;
 pub use index::{ShapeParam, StridesParam, MAX_DIMS, PRELUDE};
 pub use kernels::catalog;
 
-use crate::{Error, Result};
+use crate::Result;
 
 #[cfg(feature = "cuda")]
 pub use driver::{
     allocate, compile, compute_capability, copy_on_device, copy_to_device, copy_to_host, empty_cache,
-    grid_for, launch, memory_info, nvrtc_available, pool_stats, release, stream, synchronize,
+    grid_for, launch, memory_info, nvrtc_available, order_stream_after, pool_stats, release, stream,
+    synchronize,
 };
 
 /// How many GPUs this process can use: 0 in a build without the `cuda`
@@ -64,7 +65,7 @@ pub fn ensure_device(ordinal: usize) -> Result<()> {
     }
     #[cfg(not(feature = "cuda"))]
     {
-        Err(Error::Device(format!(
+        Err(crate::Error::Device(format!(
             "gpu({ordinal}) requested, but this build of oxnet has no GPU backend (build it with the `cuda` feature)"
         )))
     }
@@ -79,7 +80,7 @@ pub fn synchronize_all() -> Result<()> {
 }
 
 /// The error for GPU work a build without the `cuda` feature cannot do.
-#[allow(dead_code)]
-pub(crate) fn unsupported(what: &str) -> Error {
-    Error::Device(format!("{what} needs the GPU backend (the `cuda` feature)"))
+#[cfg(not(feature = "cuda"))]
+pub(crate) fn unsupported(what: &str) -> crate::Error {
+    crate::Error::Device(format!("{what} needs the GPU backend (the `cuda` feature)"))
 }

@@ -299,6 +299,31 @@ fn pick(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray], scatter: bool) -> Re
     gpu::launch(dev, &src, &name, gpu::grid_for(dev, count)?, &mut args)
 }
 
+/// `adam_update(weight, grad, mean, var)`, moments in place; accumulation
+/// requests and other dtypes on the host.
+fn adam(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
+    let o = &outs[0];
+    let float = ins.iter().all(|x| matches!(x.dtype(), DType::F32 | DType::F64) && x.dtype() == o.dtype());
+    match ctx.req[0] {
+        Req::Null => return Ok(()),
+        Req::Add => return gpu::fallback::host_call(ctx, ins, outs),
+        _ if !float || ins.len() != 4 => return gpu::fallback::host_call(ctx, ins, outs),
+        _ => {}
+    }
+    let dev = ordinal(ctx)?;
+    let a = ctx.attrs;
+    let (name, src) = source::adam_kernel(o.dtype())?;
+    let mut args = KernelArgs::new();
+    args.push(o.size() as i64);
+    for x in ins.iter().chain([o]) {
+        args.push(address(x));
+    }
+    for key in ["lr", "beta1", "beta2", "epsilon", "wd", "rescale_grad", "clip_gradient"] {
+        args.push(a.float(key)?);
+    }
+    gpu::launch(dev, &src, &name, gpu::grid_for(dev, o.size())?, &mut args)
+}
+
 /// `_backward_reshape_to`: the values in the output's shape.
 fn reshape_back(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
     match ctx.req[0] {
@@ -333,6 +358,7 @@ pub(crate) fn register() {
     add_kernel("multi_sgd_update", |ctx, ins, outs| multi_sgd(ctx, ins, outs, false));
     add_kernel("multi_sgd_mom_update", |ctx, ins, outs| multi_sgd(ctx, ins, outs, true));
     add_kernel("_backward_reshape_to", reshape_back);
+    add_kernel("adam_update", adam);
     add_kernel("softmax", |ctx, ins, outs| softmax(ctx, ins, outs, false, 1.0));
     add_kernel("log_softmax", |ctx, ins, outs| softmax(ctx, ins, outs, true, 1.0));
     add_kernel("softmin", |ctx, ins, outs| softmax(ctx, ins, outs, false, -1.0));
@@ -362,7 +388,7 @@ mod tests {
         let mut names: Vec<&str> = UNARY.iter().map(|e| e.op).collect();
         names.extend(["Activation", "_activation_grad", "sum", "mean", "dot", "FullyConnected"]);
         names.extend(["multi_sgd_update", "multi_sgd_mom_update", "_backward_reshape_to"]);
-        names.extend(["softmax", "log_softmax", "softmin", "pick", "_backward_pick"]);
+        names.extend(["softmax", "log_softmax", "softmin", "pick", "_backward_pick", "adam_update"]);
         for e in BINARY {
             names.extend([e.broadcast, e.same_shape, e.scalar]);
             names.extend(e.reversed);

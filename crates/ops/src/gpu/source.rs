@@ -199,6 +199,30 @@ pub fn sgd_kernel(dtype: DType, momentum: bool) -> Result<(String, String)> {
     Ok((name, source))
 }
 
+/// Name and source of `adam_update` on `dtype`, as the CPU's rule:
+/// `(n, w, g, mean, var, o, lr, beta1, beta2, epsilon, wd, rescale, clip)`;
+/// the moments are updated in place.
+pub fn adam_kernel(dtype: DType) -> Result<(String, String)> {
+    let name = format!("ox_adam_{dtype}");
+    let source = format!(
+        "{head}extern \"C\" __global__ void {name}(long long n, const T* w, const T* g, T* mean, T* var, T* o, \
+         double lr_, double b1_, double b2_, double eps_, double wd_, double rescale_, double clip_) {{\n\
+           const C lr = (C)lr_, b1 = (C)b1_, b2 = (C)b2_, eps = (C)eps_, wd = (C)wd_, rescale = (C)rescale_, clip = (C)clip_;\n\
+           for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {{\n\
+             const C wv = (C)w[i];\n\
+             C gr = (C)g[i] * rescale + wv * wd;\n\
+             if (clip >= (C)0) gr = gr > clip ? clip : (gr < -clip ? -clip : gr);\n\
+             const C m = b1 * (C)mean[i] + ((C)1 - b1) * gr;\n\
+             const C v = b2 * (C)var[i] + ((C)1 - b2) * gr * gr;\n\
+             mean[i] = ox_to(m); var[i] = ox_to(v);\n\
+             o[i] = ox_to(wv - lr * (m / (sqrt(v) + eps)));\n\
+           }}\n\
+         }}\n",
+        head = head(dtype)?,
+    );
+    Ok((name, source))
+}
+
 /// CUDA C++ of a block-wide reduction of `v` (`op`: a binary expression
 /// of `a` and `b`) through shared memory `buf`; every thread gets the result.
 const BLOCK_REDUCE: &str = r#"
@@ -405,6 +429,7 @@ pub fn catalog() -> Result<Vec<(String, String)>> {
             all.push(sum_kernel(dt)?);
             all.push(sgd_kernel(dt, false)?);
             all.push(sgd_kernel(dt, true)?);
+            all.push(adam_kernel(dt)?);
             all.push(softmax_kernel(dt)?);
             for &index in DTYPES {
                 all.push(pick_kernel(dt, index, false)?);
