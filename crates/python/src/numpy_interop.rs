@@ -143,8 +143,15 @@ pub fn to_numpy<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound<'py, PyAny>
 /// place: `np.asarray(x)` then shares it without a copy. Read-only while the
 /// memory is an operator input.
 pub fn array_interface<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound<'py, PyDict>> {
-    let typestr = dtype::typestr(a.dtype()).ok_or_else(|| dtype::no_numpy_type(a.dtype()))?;
     a.device().ensure_host().map_err(|e| pyo3::exceptions::PyAttributeError::new_err(e.to_string()))?;
+    interface_dict(py, a)
+}
+
+/// The fields numpy's array interface and the CUDA array interface share
+/// (version 3): typestr, shape, strides in bytes (None when contiguous) and
+/// data (address, read-only while the memory is an operator input).
+fn interface_dict<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound<'py, PyDict>> {
+    let typestr = dtype::typestr(a.dtype()).ok_or_else(|| dtype::no_numpy_type(a.dtype()))?;
     a.check_has_values().py()?;
     let d = PyDict::new(py);
     d.set_item("version", 3)?;
@@ -174,20 +181,7 @@ pub fn cuda_array_interface<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound
             "__cuda_array_interface__: the array is on the CPU (use __array_interface__)",
         ));
     };
-    let typestr = dtype::typestr(a.dtype()).ok_or_else(|| dtype::no_numpy_type(a.dtype()))?;
-    a.check_has_values().py()?;
-    let d = PyDict::new(py);
-    d.set_item("version", 3)?;
-    d.set_item("typestr", typestr)?;
-    d.set_item("shape", PyTuple::new(py, a.shape())?)?;
-    let itemsize = a.dtype().size() as isize;
-    if a.is_contiguous() {
-        d.set_item("strides", py.None())?;
-    } else {
-        let strides: Vec<isize> = a.strides().iter().map(|s| s * itemsize).collect();
-        d.set_item("strides", PyTuple::new(py, strides)?)?;
-    }
-    d.set_item("data", (a.raw_ptr() as usize, a.check_writable().is_err()))?;
+    let d = interface_dict(py, a)?;
     d.set_item("stream", py.None())?;
     Ok(d)
 }

@@ -25,8 +25,9 @@ struct DeviceState {
     /// Blocks of a grid-stride kernel: 32 per multiprocessor.
     max_blocks: u32,
     pool: Mutex<BlockPool<DriverAllocator>>,
-    /// Compiled kernels by (source, name).
-    functions: Mutex<HashMap<(String, String), usize>>,
+    /// Compiled kernels by name (each name stands for one source: the
+    /// generators put the operator and dtypes in it).
+    functions: Mutex<HashMap<String, usize>>,
 }
 
 // SAFETY: the handles are process-wide driver objects; CUDA's driver API is
@@ -281,17 +282,18 @@ pub fn grid_for(ordinal: usize, n: usize) -> Result<(u32, u32)> {
     Ok(super::index::launch_shape(n, device(ordinal)?.max_blocks))
 }
 
-/// Launches kernel `name` of CUDA C++ `source` (compiled with NVRTC on first
-/// use, then cached) on `gpu(ordinal)`'s stream.
+/// Launches kernel `name` on `gpu(ordinal)`'s stream. On the first launch
+/// of a name its CUDA C++ `source` is generated and compiled with NVRTC;
+/// later launches find the compiled kernel by name alone.
 pub fn launch(
     ordinal: usize,
-    source: &str,
     name: &str,
+    source: impl FnOnce() -> Result<String>,
     grid: (u32, u32),
     args: &mut KernelArgs,
 ) -> Result<()> {
     let d = device(ordinal)?;
-    let f = function(d, source, name)?;
+    let f = function(d, name, source)?;
     let mut params = args.pointers();
     // SAFETY: the parameters match the kernel's signature (the generator's
     // contract) and live until the call returns (the driver copies them).
@@ -301,13 +303,12 @@ pub fn launch(
     .map_err(|e| driver_error(&format!("launching kernel `{name}`"), e))
 }
 
-fn function(d: &DeviceState, source: &str, name: &str) -> Result<usize> {
+fn function(d: &DeviceState, name: &str, source: impl FnOnce() -> Result<String>) -> Result<usize> {
     let mut cache = d.functions.lock().unwrap_or_else(|e| e.into_inner());
-    let key = (source.to_string(), name.to_string());
-    if let Some(f) = cache.get(&key) {
+    if let Some(f) = cache.get(name) {
         return Ok(*f);
     }
-    let image = compile(source, name, &d.arch)?;
+    let image = compile(&source()?, name, &d.arch)?;
     // SAFETY: a CUBIN image for this device; the module stays loaded for the process.
     let module = unsafe { cu::module::load_data(image.as_ptr() as *const c_void) }
         .map_err(|e| driver_error(&format!("loading kernel `{name}`"), e))?;
@@ -315,7 +316,7 @@ fn function(d: &DeviceState, source: &str, name: &str) -> Result<usize> {
     // SAFETY: the module is loaded.
     let f = unsafe { cu::module::get_function(module, cname) }
         .map_err(|e| driver_error(&format!("finding kernel `{name}`"), e))?;
-    cache.insert(key, f as usize);
+    cache.insert(name.to_string(), f as usize);
     Ok(f as usize)
 }
 

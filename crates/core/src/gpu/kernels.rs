@@ -4,10 +4,20 @@
 use super::index::{c_type, cast_fn, compute_type, PRELUDE};
 use crate::{DType, Result};
 
+/// The name of [`assign_kernel`]`(dst, src)`.
+pub fn assign_name(dst: DType, src: DType) -> String {
+    format!("ox_assign_{dst}_{src}")
+}
+
+/// The name of [`fill_kernel`]`(dst)`.
+pub fn fill_name(dst: DType) -> String {
+    format!("ox_fill_{dst}")
+}
+
 /// Name and source of the strided, broadcasting, converting copy kernel
 /// `D <- S`: `(shape, out strides, in strides, o, x)`.
 pub fn assign_kernel(dst: DType, src: DType) -> Result<(String, String)> {
-    let name = format!("ox_assign_{dst}_{src}");
+    let name = assign_name(dst, src);
     let source = format!(
         "{PRELUDE}\ntypedef {d} D; typedef {s} S;\n{cast}\
          extern \"C\" __global__ void {name}(OxShape sh, OxStrides so, OxStrides si, D* o, const S* x) {{\n\
@@ -26,7 +36,7 @@ pub fn assign_kernel(dst: DType, src: DType) -> Result<(String, String)> {
 
 /// Name and source of the strided fill kernel for `D`: `(shape, strides, o, value)`.
 pub fn fill_kernel(dst: DType) -> Result<(String, String)> {
-    let name = format!("ox_fill_{dst}");
+    let name = fill_name(dst);
     let source = format!(
         "{PRELUDE}\ntypedef {d} D;\n{cast}\
          extern \"C\" __global__ void {name}(OxShape sh, OxStrides so, D* o, double v) {{\n\

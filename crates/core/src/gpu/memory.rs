@@ -3,7 +3,7 @@
 
 use super::driver;
 use super::index::{ShapeParam, StridesParam};
-use super::kernels::{assign_kernel, fill_kernel};
+use super::kernels::{assign_kernel, assign_name, fill_kernel, fill_name};
 use super::KernelArgs;
 use crate::{Device, Error, NDArray, Result};
 
@@ -73,10 +73,11 @@ fn assign_on_device(ordinal: usize, dst: &NDArray, src: &NDArray) -> Result<()> 
             dst.shape()
         ))
     })?;
-    let (name, source) = assign_kernel(dst.dtype(), src.dtype())?;
+    let (dt, st) = (dst.dtype(), src.dtype());
     let mut args = KernelArgs::new();
     args.push(shape).push(so).push(si).push(dst.raw_ptr() as u64).push(src.raw_ptr() as u64);
-    driver::launch(ordinal, &source, &name, driver::grid_for(ordinal, dst.size())?, &mut args)
+    let source = || assign_kernel(dt, st).map(|k| k.1);
+    driver::launch(ordinal, &assign_name(dt, st), source, driver::grid_for(ordinal, dst.size())?, &mut args)
 }
 
 /// Sets every element of GPU array `dst` to `value`.
@@ -86,8 +87,9 @@ pub(crate) fn fill(dst: &NDArray, value: f64) -> Result<()> {
     };
     let shape = ShapeParam::new(dst.shape())?;
     let so = StridesParam::broadcast(dst.shape(), dst.strides(), dst.shape())?;
-    let (name, source) = fill_kernel(dst.dtype())?;
+    let dt = dst.dtype();
     let mut args = KernelArgs::new();
     args.push(shape).push(so).push(dst.raw_ptr() as u64).push(value);
-    driver::launch(ordinal, &source, &name, driver::grid_for(ordinal, dst.size())?, &mut args)
+    let source = || fill_kernel(dt).map(|k| k.1);
+    driver::launch(ordinal, &fill_name(dt), source, driver::grid_for(ordinal, dst.size())?, &mut args)
 }

@@ -45,10 +45,11 @@ fn unary(e: &'static UnaryEntry, ctx: &OpContext, ins: &[NDArray], outs: &[NDArr
     let Some(add) = add_flag(ctx.req[0]) else { return Ok(()) };
     check_dtype(ctx, x.dtype(), e.ints)?;
     let dev = ordinal(ctx)?;
-    let (name, src) = source::unary_kernel(e, x.dtype())?;
+    let name = source::unary_name(e, x.dtype());
+    let src = || source::unary_kernel(e, x.dtype()).map(|k| k.1);
     let mut args = KernelArgs::new();
     args.push(x.size() as i64).push(address(x)).push(address(y)).push(add);
-    gpu::launch(dev, &src, &name, gpu::grid_for(dev, x.size().div_ceil(source::UNROLL))?, &mut args)
+    gpu::launch(dev, &name, src, gpu::grid_for(dev, x.size().div_ceil(source::UNROLL))?, &mut args)
 }
 
 fn binary(e: &'static BinaryEntry, ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
@@ -64,7 +65,8 @@ fn launch_binary(e: &BinaryEntry, dev: usize, a: &NDArray, b: &NDArray, o: &NDAr
     let sb = StridesParam::broadcast(b.shape(), b.strides(), o.shape())?;
     let flat =
         (a.shape() == o.shape() && b.shape() == o.shape() && a.is_contiguous() && b.is_contiguous()) as i32;
-    let (name, src) = source::binary_kernel(e, o.dtype())?;
+    let name = source::binary_name(e, o.dtype());
+    let src = || source::binary_kernel(e, o.dtype()).map(|k| k.1);
     let mut args = KernelArgs::new();
     args.push(shape)
         .push(sa)
@@ -74,7 +76,7 @@ fn launch_binary(e: &BinaryEntry, dev: usize, a: &NDArray, b: &NDArray, o: &NDAr
         .push(address(o))
         .push(add)
         .push(flat);
-    gpu::launch(dev, &src, &name, gpu::grid_for(dev, o.size().div_ceil(source::UNROLL))?, &mut args)
+    gpu::launch(dev, &name, src, gpu::grid_for(dev, o.size().div_ceil(source::UNROLL))?, &mut args)
 }
 
 /// `Activation(act_type)`: the one-input operator of that name.
@@ -118,7 +120,8 @@ fn sum(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray], mean: bool) -> Result
     let (red, red_strides) = pick(true);
     let n_red: usize = red.iter().product();
     let scale = if mean { 1.0 / n_red as f64 } else { 1.0 };
-    let (name, src) = source::sum_kernel(x.dtype())?;
+    let name = source::sum_name(x.dtype());
+    let src = || source::sum_kernel(x.dtype()).map(|k| k.1);
     let mut args = KernelArgs::new();
     args.push(ShapeParam::new(&kept)?)
         .push(StridesParam::broadcast(&kept, &kept_strides, &kept)?)
@@ -129,7 +132,7 @@ fn sum(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray], mean: bool) -> Result
         .push(add)
         .push(scale);
     let n_out: usize = kept.iter().product();
-    gpu::launch(dev, &src, &name, (n_out.clamp(1, 65_535) as u32, source::REDUCE_BLOCK), &mut args)
+    gpu::launch(dev, &name, src, (n_out.clamp(1, 65_535) as u32, source::REDUCE_BLOCK), &mut args)
 }
 
 /// `dot`: 2-D operands with any transposes, or N-d without (the lhs's last
@@ -204,10 +207,11 @@ fn scalar(
     check_dtype(ctx, x.dtype(), true)?;
     let dev = ordinal(ctx)?;
     let s = ctx.attrs.float("scalar")?;
-    let (name, src) = source::scalar_kernel(e, reversed, x.dtype())?;
+    let name = source::scalar_name(e, reversed, x.dtype());
+    let src = || source::scalar_kernel(e, reversed, x.dtype()).map(|k| k.1);
     let mut args = KernelArgs::new();
     args.push(x.size() as i64).push(address(x)).push(address(y)).push(s).push(add);
-    gpu::launch(dev, &src, &name, gpu::grid_for(dev, x.size().div_ceil(source::UNROLL))?, &mut args)
+    gpu::launch(dev, &name, src, gpu::grid_for(dev, x.size().div_ceil(source::UNROLL))?, &mut args)
 }
 
 /// `multi_sgd_update` / `multi_sgd_mom_update` (`momentum`): one SGD
@@ -232,12 +236,13 @@ fn multi_sgd(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray], momentum: bool)
             return gpu::fallback::host_call(ctx, ins, outs);
         }
         let g = &ins[i * stride..(i + 1) * stride];
-        let (name, src) = source::sgd_kernel(o.dtype(), momentum)?;
+        let name = source::sgd_name(o.dtype(), momentum);
+        let src = || source::sgd_kernel(o.dtype(), momentum).map(|k| k.1);
         let mom = if momentum { address(&g[2]) } else { 0 };
         let mut args = KernelArgs::new();
         args.push(o.size() as i64).push(address(&g[0])).push(address(&g[1])).push(mom).push(address(o));
         args.push(pw.lrs[i]).push(pw.wds[i]).push(rescale).push(clip).push(mu);
-        gpu::launch(dev, &src, &name, gpu::grid_for(dev, o.size())?, &mut args)?;
+        gpu::launch(dev, &name, src, gpu::grid_for(dev, o.size())?, &mut args)?;
     }
     Ok(())
 }
@@ -259,11 +264,12 @@ fn softmax(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray], log: bool, scale_
         return Ok(());
     }
     let scale = scale_sign / crate::nn::softmax::temperature(ctx.attrs)?;
-    let (name, src) = source::softmax_kernel(x.dtype())?;
+    let name = source::softmax_name(x.dtype());
+    let src = || source::softmax_kernel(x.dtype()).map(|k| k.1);
     let mut args = KernelArgs::new();
     args.push(rows as i64).push(n as i64).push(inner as i64).push(address(x)).push(address(y));
     args.push(scale).push(log as i32).push(add);
-    gpu::launch(dev, &src, &name, (rows.min(65_535) as u32, source::REDUCE_BLOCK), &mut args)
+    gpu::launch(dev, &name, src, (rows.min(65_535) as u32, source::REDUCE_BLOCK), &mut args)
 }
 
 /// `pick(data, index)` and `_backward_pick(ograd, index, data)` (`scatter`).
@@ -287,7 +293,8 @@ fn pick(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray], scatter: bool) -> Re
         o.fill(0.0)?;
     }
     let wrap = (ctx.attrs.str("mode")? == "wrap") as i32;
-    let (name, src) = source::pick_kernel(x.dtype(), index.dtype(), scatter)?;
+    let name = source::pick_name(x.dtype(), index.dtype(), scatter);
+    let src = || source::pick_kernel(x.dtype(), index.dtype(), scatter).map(|k| k.1);
     let mut args = KernelArgs::new();
     args.push(count as i64)
         .push(n as i64)
@@ -296,7 +303,7 @@ fn pick(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray], scatter: bool) -> Re
         .push(address(index))
         .push(address(o));
     args.push(wrap).push(add);
-    gpu::launch(dev, &src, &name, gpu::grid_for(dev, count)?, &mut args)
+    gpu::launch(dev, &name, src, gpu::grid_for(dev, count)?, &mut args)
 }
 
 /// `adam_update(weight, grad, mean, var)`, moments in place; accumulation
@@ -312,7 +319,8 @@ fn adam(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
     }
     let dev = ordinal(ctx)?;
     let a = ctx.attrs;
-    let (name, src) = source::adam_kernel(o.dtype())?;
+    let name = source::adam_name(o.dtype());
+    let src = || source::adam_kernel(o.dtype()).map(|k| k.1);
     let mut args = KernelArgs::new();
     args.push(o.size() as i64);
     for x in ins.iter().chain([o]) {
@@ -321,7 +329,7 @@ fn adam(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
     for key in ["lr", "beta1", "beta2", "epsilon", "wd", "rescale_grad", "clip_gradient"] {
         args.push(a.float(key)?);
     }
-    gpu::launch(dev, &src, &name, gpu::grid_for(dev, o.size())?, &mut args)
+    gpu::launch(dev, &name, src, gpu::grid_for(dev, o.size())?, &mut args)
 }
 
 /// `_backward_reshape_to`: the values in the output's shape.

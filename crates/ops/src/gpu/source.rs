@@ -149,23 +149,17 @@ pub const ACTIVATIONS: &[&str] = &["relu", "sigmoid", "tanh", "softrelu", "softs
 /// shared memory. `(kept shape, kept strides, reduced shape, reduced
 /// strides, x, o, add, scale)`.
 pub fn sum_kernel(dtype: DType) -> Result<(String, String)> {
-    let name = format!("ox_sum_{dtype}");
+    let name = sum_name(dtype);
     let source = format!(
-        "{head}extern \"C\" __global__ void {name}(OxShape kept, OxStrides ks, OxShape red, OxStrides rs, \
+        "{head}{BLOCK_REDUCE}extern \"C\" __global__ void {name}(OxShape kept, OxStrides ks, OxShape red, OxStrides rs, \
          const T* __restrict__ x, T* __restrict__ o, int add, double scale) {{\n\
            __shared__ C buf[{REDUCE_BLOCK}];\n\
            for (long long out = blockIdx.x; out < kept.n; out += gridDim.x) {{\n\
              const long long base = ox_offset(kept, ks, out);\n\
              C acc = (C)0;\n\
              for (long long r = threadIdx.x; r < red.n; r += blockDim.x) acc += (C)x[base + ox_offset(red, rs, r)];\n\
-             buf[threadIdx.x] = acc;\n\
-             __syncthreads();\n\
-             for (int s = blockDim.x / 2; s > 0; s >>= 1) {{\n\
-               if (threadIdx.x < s) buf[threadIdx.x] += buf[threadIdx.x + s];\n\
-               __syncthreads();\n\
-             }}\n\
-             if (threadIdx.x == 0) {{ C r = buf[0] * (C)scale; o[out] = add ? ox_to((C)o[out] + r) : ox_to(r); }}\n\
-             __syncthreads();\n\
+             const C r = ox_block_reduce(buf, acc, [](C a, C b) {{ return a + b; }}) * (C)scale;\n\
+             if (threadIdx.x == 0) o[out] = add ? ox_to((C)o[out] + r) : ox_to(r);\n\
            }}\n\
          }}\n",
         head = head(dtype)?,
@@ -177,7 +171,7 @@ pub fn sum_kernel(dtype: DType) -> Result<(String, String)> {
 /// updated in place) on `dtype`, as the CPU's rule: `(n, w, g, mom, o, lr,
 /// wd, rescale, clip, momentum)`; `clip < 0` leaves gradients unclipped.
 pub fn sgd_kernel(dtype: DType, momentum: bool) -> Result<(String, String)> {
-    let name = format!("ox_sgd{}_{dtype}", if momentum { "_mom" } else { "" });
+    let name = sgd_name(dtype, momentum);
     let step = if momentum {
         "C m = mu * (C)mom[i] - lr * wd * wv - lr * gv; mom[i] = ox_to(m); o[i] = ox_to(wv + m);"
     } else {
@@ -203,7 +197,7 @@ pub fn sgd_kernel(dtype: DType, momentum: bool) -> Result<(String, String)> {
 /// `(n, w, g, mean, var, o, lr, beta1, beta2, epsilon, wd, rescale, clip)`;
 /// the moments are updated in place.
 pub fn adam_kernel(dtype: DType) -> Result<(String, String)> {
-    let name = format!("ox_adam_{dtype}");
+    let name = adam_name(dtype);
     let source = format!(
         "{head}extern \"C\" __global__ void {name}(long long n, const T* w, const T* g, T* mean, T* var, T* o, \
          double lr_, double b1_, double b2_, double eps_, double wd_, double rescale_, double clip_) {{\n\
@@ -244,7 +238,7 @@ template <typename C, typename F> __device__ __forceinline__ C ox_block_reduce(C
 /// (max, sum of exponentials, write). `(rows, n, inner, x, y, scale, log,
 /// add)`; `scale` is ±1/temperature.
 pub fn softmax_kernel(dtype: DType) -> Result<(String, String)> {
-    let name = format!("ox_softmax_{dtype}");
+    let name = softmax_name(dtype);
     let source = format!(
         "{head}{BLOCK_REDUCE}extern \"C\" __global__ void {name}(long long rows, long long n, long long inner, \
          const T* __restrict__ x, T* __restrict__ y, double scale_, int log_out, int add) {{\n\
@@ -277,7 +271,7 @@ pub fn softmax_kernel(dtype: DType) -> Result<(String, String)> {
 /// `index`: `(count, n, inner, data, index, out, wrap, add)`. An index
 /// truncates toward zero (NaN gives 0), then clips or wraps, as on the CPU.
 pub fn pick_kernel(dtype: DType, index: DType, scatter: bool) -> Result<(String, String)> {
-    let name = format!("ox_{}_{dtype}_{index}", if scatter { "backward_pick" } else { "pick" });
+    let name = pick_name(dtype, index, scatter);
     let body = if scatter {
         "o[(q * n + k) * inner + j] = ox_to((C)o[(q * n + k) * inner + j] + (C)x[r]);"
     } else {
@@ -359,7 +353,7 @@ fn head(dtype: DType) -> Result<String> {
 /// Kernel name and source of a one-input operator on `dtype`:
 /// `(n, x, o, add)` over contiguous arrays.
 pub fn unary_kernel(e: &UnaryEntry, dtype: DType) -> Result<(String, String)> {
-    let name = format!("ox_{}_{}", e.op.trim_start_matches('_'), dtype);
+    let name = unary_name(e, dtype);
     let source = format!(
         "{head}extern \"C\" __global__ void {name}(long long n, const T* __restrict__ xp, T* __restrict__ o, int add) {{\n{body}}}\n",
         head = head(dtype)?,
@@ -372,7 +366,7 @@ pub fn unary_kernel(e: &UnaryEntry, dtype: DType) -> Result<(String, String)> {
 /// `(shape, lhs strides, rhs strides, a, b, o, add, flat)`; `flat` when
 /// both operands are contiguous with the output's shape (no index maths).
 pub fn binary_kernel(e: &BinaryEntry, dtype: DType) -> Result<(String, String)> {
-    let name = format!("ox_{}_{}", e.broadcast, dtype);
+    let name = binary_name(e, dtype);
     let source = format!(
         "{head}extern \"C\" __global__ void {name}(OxShape sh, OxStrides sa, OxStrides sb, const T* __restrict__ ap, \
          const T* __restrict__ bp, T* __restrict__ o, int add, int flat) {{\n  const long long n = sh.n;\n{body}}}\n",
@@ -390,8 +384,7 @@ pub fn binary_kernel(e: &BinaryEntry, dtype: DType) -> Result<(String, String)> 
 /// `(n, x, o, scalar, add)`; `reversed` puts the scalar on the left. The
 /// scalar is first converted to the array's dtype, as on the CPU.
 pub fn scalar_kernel(e: &BinaryEntry, reversed: bool, dtype: DType) -> Result<(String, String)> {
-    let op = if reversed { e.reversed.unwrap_or(e.scalar) } else { e.scalar };
-    let name = format!("ox_{}_{}", op.trim_start_matches('_'), dtype);
+    let name = scalar_name(e, reversed, dtype);
     let (a, b) = if reversed { ("s", "x") } else { ("x", "s") };
     let source = format!(
         "{head}extern \"C\" __global__ void {name}(long long n, const T* __restrict__ xp, T* __restrict__ o, double scalar, int add) {{\n\
@@ -404,6 +397,50 @@ pub fn scalar_kernel(e: &BinaryEntry, reversed: bool, dtype: DType) -> Result<(S
         &format!("__device__ __forceinline__ C ox_binary(C a, C b) {{ return {}; }}\nextern \"C\"", e.expr),
     );
     Ok((name, source))
+}
+
+// Kernel names: each stands for one source (the driver caches compiled
+// kernels by name, so a launch generates the source only the first time).
+
+/// The name of [`unary_kernel`].
+pub fn unary_name(e: &UnaryEntry, dtype: DType) -> String {
+    format!("ox_{}_{dtype}", e.op.trim_start_matches('_'))
+}
+
+/// The name of [`binary_kernel`].
+pub fn binary_name(e: &BinaryEntry, dtype: DType) -> String {
+    format!("ox_{}_{dtype}", e.broadcast)
+}
+
+/// The name of [`scalar_kernel`].
+pub fn scalar_name(e: &BinaryEntry, reversed: bool, dtype: DType) -> String {
+    let op = if reversed { e.reversed.unwrap_or(e.scalar) } else { e.scalar };
+    format!("ox_{}_{dtype}", op.trim_start_matches('_'))
+}
+
+/// The name of [`sum_kernel`].
+pub fn sum_name(dtype: DType) -> String {
+    format!("ox_sum_{dtype}")
+}
+
+/// The name of [`sgd_kernel`].
+pub fn sgd_name(dtype: DType, momentum: bool) -> String {
+    format!("ox_sgd{}_{dtype}", if momentum { "_mom" } else { "" })
+}
+
+/// The name of [`adam_kernel`].
+pub fn adam_name(dtype: DType) -> String {
+    format!("ox_adam_{dtype}")
+}
+
+/// The name of [`softmax_kernel`].
+pub fn softmax_name(dtype: DType) -> String {
+    format!("ox_softmax_{dtype}")
+}
+
+/// The name of [`pick_kernel`].
+pub fn pick_name(dtype: DType, index: DType, scatter: bool) -> String {
+    format!("ox_{}_{dtype}_{index}", if scatter { "backward_pick" } else { "pick" })
 }
 
 /// Every kernel this module generates, as (name, source), for the
