@@ -1,17 +1,22 @@
-//! `Convolution`: im2col per image and group, then one matrix product with
-//! the group's filters ([`crate::kernels::matmul`]). Its backward kernel
-//! computes the data gradient as `weightᵀ · out_grad` folded back by
-//! col2im, the weight gradient as `out_grad · colᵀ` summed over images, and
-//! the bias gradient as a sum. Depth-wise convolutions (one channel and
-//! one filter per group) skip im2col: see [`super::depthwise`].
+//! `Convolution`: im2col and matrix products with the group's filters
+//! ([`crate::kernels::matmul`]). When each thread runs whole images, the
+//! columns are built a tile of [`TILE`] output positions at a time, so
+//! they stay in the L2 cache and `gemm` reads them without packing them
+//! again; a single image (or a single thread) gets one threaded product per
+//! group over all its columns. A 1x1 window's columns are the input itself.
+//! The backward kernel computes the data gradient as `weightᵀ · out_grad`
+//! folded back by col2im, the weight gradient as `out_grad · colᵀ` summed
+//! over images, tile by tile as the forward pass, and the bias gradient as
+//! a sum. Depth-wise convolutions (one channel and one filter per group)
+//! skip im2col: see [`super::depthwise`].
 
 use super::depthwise;
 use super::geometry::Geom3;
-use super::im2col::{col2im_add, im2col};
+use super::im2col::{col2im_add_range, im2col_range};
 use super::layout;
 use super::params::{conv_params, infer_shape, ConvParams};
 use super::sums::bias_grad;
-use crate::kernels::matmul::{self, CpuGemm, MatmulScalar};
+use crate::kernels::matmul::{self, CpuGemm, MatMut, MatRef, MatmulScalar};
 use oxnet_core::store::store_slice;
 use oxnet_core::{
     registry, AttrKind, AttrSpec, BackwardArgs, BackwardDeps, Error, FloatElement, NDArray, OpContext, OpDef,
@@ -64,15 +69,57 @@ fn gemm_err(e: matmul::MatmulError) -> Error {
     Error::Shape(format!("Convolution: {e}"))
 }
 
-/// The columns of image `img`, group `grp`: a view of the input or `buf`.
-fn columns<'a, T: FloatElement>(x: &'a [T], d: &Dims, img: usize, grp: usize, buf: &'a mut [T]) -> &'a [T] {
+/// Output positions per product when each thread runs whole images: a
+/// tile of columns (`c·taps x TILE`) stays in the L2 cache, and it is laid
+/// out as `gemm` packs its operand, so the products read it in place.
+const TILE: usize = 64;
+
+/// Filters per product over a tile: `gemm` re-packs an operand that more
+/// than eight of its register blocks (four or six columns wide) read, and
+/// the tile needs no packing.
+const FILTER_CHUNK: usize = 32;
+
+impl Dims {
+    /// Output positions per product: [`TILE`] when `tiled` (each thread
+    /// runs whole images on its own), else all of them (one product per
+    /// image and group, threaded inside). A 1x1 window's columns are the
+    /// input itself and are never tiled.
+    fn span(&self, tiled: bool) -> usize {
+        let pos = self.g3.out_size();
+        if tiled && !self.identity_columns() {
+            TILE.min(pos)
+        } else {
+            pos
+        }
+    }
+
+    /// A buffer for one tile of columns (none for a 1x1 window's).
+    fn column_buffer<T: FloatElement>(&self, span: usize) -> Vec<T> {
+        vec![T::zero(); if self.identity_columns() { 0 } else { self.rows() * span }]
+    }
+}
+
+/// The columns of image `img`, group `grp`, output positions
+/// `first..first + len` (rows of `len`): a view of the input for a 1x1
+/// window, else im2col'd into `buf`.
+#[allow(clippy::too_many_arguments)]
+fn columns<'a, T: FloatElement>(
+    x: &'a [T],
+    d: &Dims,
+    img: usize,
+    grp: usize,
+    first: usize,
+    len: usize,
+    buf: &'a mut [T],
+) -> &'a [T] {
     let plane = d.g3.in_size();
     let src = &x[(img * d.c + grp * d.cg) * plane..][..d.cg * plane];
     if d.identity_columns() {
         return src;
     }
-    im2col(src, d.cg, &d.g3, buf);
-    buf
+    let col = &mut buf[..d.rows() * len];
+    im2col_range(src, d.cg, &d.g3, first, len, col);
+    col
 }
 
 /// Images per parallel task, or `None` to run the images in turn with
@@ -83,10 +130,11 @@ fn images_per_task(n: usize) -> Option<usize> {
 }
 
 /// The forward pass of images `first..` into `y` (whole images), with
-/// products on `backend`.
+/// products on `backend` over [`Dims::span`] positions at a time.
 #[allow(clippy::too_many_arguments)]
 fn forward_images<T: FloatElement + MatmulScalar>(
     backend: &CpuGemm,
+    tiled: bool,
     p: &ConvParams,
     d: &Dims,
     x: &[T],
@@ -96,17 +144,24 @@ fn forward_images<T: FloatElement + MatmulScalar>(
     y: &mut [T],
     accumulate: bool,
 ) -> Result<()> {
-    let pos = d.g3.out_size();
-    let per_image = p.num_filter * pos;
-    let mut buf = if d.identity_columns() { Vec::new() } else { vec![T::zero(); d.rows() * pos] };
-    for (k, yimg) in y.chunks_mut(per_image.max(1)).enumerate() {
-        let img = first + k;
+    let (pos, rows, span) = (d.g3.out_size(), d.rows(), d.span(tiled));
+    let chunk = if span < pos { FILTER_CHUNK } else { d.fg.max(1) };
+    let mut buf = d.column_buffer::<T>(span);
+    for (k, yimg) in y.chunks_mut((p.num_filter * pos).max(1)).enumerate() {
         for grp in 0..p.num_group {
-            let col = columns(x, d, img, grp, &mut buf);
-            let wg = &w[grp * d.fg * d.rows()..][..d.fg * d.rows()];
+            let wg = &w[grp * d.fg * rows..][..d.fg * rows];
             let yg = &mut yimg[grp * d.fg * pos..][..d.fg * pos];
-            matmul::matmul_with(backend, wg, col, yg, d.fg, d.rows(), pos, false, false, accumulate)
-                .map_err(gemm_err)?;
+            for at in (0..pos).step_by(span.max(1)) {
+                let len = span.min(pos - at);
+                let col = columns(x, d, first + k, grp, at, len, &mut buf);
+                for f0 in (0..d.fg).step_by(chunk) {
+                    let fl = chunk.min(d.fg - f0);
+                    let dst = MatMut::new(yg, f0 * pos + at, fl, len, pos as isize, 1).map_err(gemm_err)?;
+                    let a = MatRef::new(wg, f0 * rows, fl, rows, rows as isize, 1).map_err(gemm_err)?;
+                    let b = MatRef::new(col, 0, rows, len, len as isize, 1).map_err(gemm_err)?;
+                    matmul::gemm_strided_with(backend, dst, a, b, T::ONE, accumulate).map_err(gemm_err)?;
+                }
+            }
         }
         if let Some(b) = bias {
             for (f, plane) in yimg.chunks_exact_mut(pos.max(1)).enumerate() {
@@ -143,10 +198,10 @@ fn forward_typed<T: FloatElement + MatmulScalar>(
         Some(per_task) if per_image > 0 => {
             oxnet_core::parallel::try_for_each_chunk_mut(y, per_image * per_task, |t, ys| {
                 let backend = CpuGemm::single_threaded();
-                forward_images(&backend, p, &d, x, w, bias, t * per_task, ys, accumulate)
+                forward_images(&backend, true, p, &d, x, w, bias, t * per_task, ys, accumulate)
             })
         }
-        _ => forward_images(&CpuGemm::new(), p, &d, x, w, bias, 0, y, accumulate),
+        _ => forward_images(&CpuGemm::new(), false, p, &d, x, w, bias, 0, y, accumulate),
     }
 }
 
@@ -166,10 +221,12 @@ fn forward_first(ctx: &OpContext, p: &ConvParams, inputs: &[NDArray], outputs: &
 }
 
 /// The data gradient of images `first..` into `dx` (whole images, compute
-/// type): `weightᵀ · out_grad` per group, folded back by col2im.
+/// type): `weightᵀ · out_grad` per group and [`Dims::span`] positions,
+/// folded back by col2im.
 #[allow(clippy::too_many_arguments)]
 fn data_grad_images<T: FloatElement + MatmulScalar>(
     backend: &CpuGemm,
+    tiled: bool,
     p: &ConvParams,
     d: &Dims,
     dys: &[T],
@@ -177,42 +234,56 @@ fn data_grad_images<T: FloatElement + MatmulScalar>(
     first: usize,
     dx: &mut [T::Compute],
 ) -> Result<()> {
-    let (pos, plane) = (d.g3.out_size(), d.g3.in_size());
-    let mut buf = vec![T::zero(); d.rows() * pos];
+    let (pos, plane, rows, span) = (d.g3.out_size(), d.g3.in_size(), d.rows(), d.span(tiled));
+    let mut buf = vec![T::zero(); rows * span];
     for (k, dximg) in dx.chunks_mut((d.c * plane).max(1)).enumerate() {
         let img = first + k;
         for grp in 0..p.num_group {
-            let wg = &ws[grp * d.fg * d.rows()..][..d.fg * d.rows()];
+            let wg = &ws[grp * d.fg * rows..][..d.fg * rows];
             let dyg = &dys[(img * p.num_filter + grp * d.fg) * pos..][..d.fg * pos];
-            matmul::matmul_with(backend, wg, dyg, &mut buf, d.rows(), d.fg, pos, true, false, false)
-                .map_err(gemm_err)?;
-            col2im_add::<T>(&buf, d.cg, &d.g3, &mut dximg[grp * d.cg * plane..][..d.cg * plane]);
+            let dxg = &mut dximg[grp * d.cg * plane..][..d.cg * plane];
+            for at in (0..pos).step_by(span.max(1)) {
+                let len = span.min(pos - at);
+                let col = &mut buf[..rows * len];
+                let dst = MatMut::new(col, 0, rows, len, len as isize, 1).map_err(gemm_err)?;
+                let a = MatRef::new(wg, 0, rows, d.fg, 1, rows as isize).map_err(gemm_err)?;
+                let b = MatRef::new(dyg, at, d.fg, len, pos as isize, 1).map_err(gemm_err)?;
+                matmul::gemm_strided_with(backend, dst, a, b, T::ONE, false).map_err(gemm_err)?;
+                col2im_add_range::<T>(col, d.cg, &d.g3, at, len, dxg);
+            }
         }
     }
     Ok(())
 }
 
 /// The weight gradient summed over images `images`: `out_grad · colᵀ` per
-/// group.
+/// group and [`Dims::span`] positions.
 fn weight_grad_images<T: FloatElement + MatmulScalar>(
     backend: &CpuGemm,
+    tiled: bool,
     p: &ConvParams,
     d: &Dims,
     dys: &[T],
     xs: &[T],
     images: std::ops::Range<usize>,
 ) -> Result<Vec<T>> {
-    let pos = d.g3.out_size();
-    let mut buf = if d.identity_columns() { Vec::new() } else { vec![T::zero(); d.rows() * pos] };
-    let mut dw = vec![T::zero(); p.num_filter * d.rows()];
+    let (pos, rows, span) = (d.g3.out_size(), d.rows(), d.span(tiled));
+    let mut buf = d.column_buffer::<T>(span);
+    let mut dw = vec![T::zero(); p.num_filter * rows];
     let first = images.start;
     for img in images {
         for grp in 0..p.num_group {
-            let col = columns(xs, d, img, grp, &mut buf);
             let dyg = &dys[(img * p.num_filter + grp * d.fg) * pos..][..d.fg * pos];
-            let dwg = &mut dw[grp * d.fg * d.rows()..][..d.fg * d.rows()];
-            matmul::matmul_with(backend, dyg, col, dwg, d.fg, pos, d.rows(), false, true, img > first)
-                .map_err(gemm_err)?;
+            let dwg = &mut dw[grp * d.fg * rows..][..d.fg * rows];
+            for at in (0..pos).step_by(span.max(1)) {
+                let len = span.min(pos - at);
+                let col = columns(xs, d, img, grp, at, len, &mut buf);
+                let dst = MatMut::new(dwg, 0, d.fg, rows, rows as isize, 1).map_err(gemm_err)?;
+                let a = MatRef::new(dyg, at, d.fg, len, pos as isize, 1).map_err(gemm_err)?;
+                let b = MatRef::new(col, 0, len, rows, 1, len as isize).map_err(gemm_err)?;
+                let accumulate = img > first || at > 0;
+                matmul::gemm_strided_with(backend, dst, a, b, T::ONE, accumulate).map_err(gemm_err)?;
+            }
         }
     }
     Ok(dw)
@@ -237,10 +308,10 @@ fn backward_typed<T: FloatElement + MatmulScalar>(
             _ if d.depthwise() => depthwise::data_grad(&d.g3, d.c, dys, ws, &mut dx),
             Some(pt) if per_image > 0 => {
                 oxnet_core::parallel::try_for_each_chunk_mut(&mut dx, per_image * pt, |t, chunk| {
-                    data_grad_images::<T>(&CpuGemm::single_threaded(), p, &d, dys, ws, t * pt, chunk)
+                    data_grad_images::<T>(&CpuGemm::single_threaded(), true, p, &d, dys, ws, t * pt, chunk)
                 })?
             }
-            _ => data_grad_images::<T>(&CpuGemm::new(), p, &d, dys, ws, 0, &mut dx)?,
+            _ => data_grad_images::<T>(&CpuGemm::new(), false, p, &d, dys, ws, 0, &mut dx)?,
         }
         let dx: Vec<T> = dx.into_iter().map(T::from_compute).collect();
         store_slice(ctx.req[0], grads[0].as_mut_slice::<T>()?, &dx);
@@ -254,7 +325,7 @@ fn backward_typed<T: FloatElement + MatmulScalar>(
                 let tasks = d.n.div_ceil(pt);
                 let parts = oxnet_core::parallel::map(tasks, |t| {
                     let images = t * pt..((t + 1) * pt).min(d.n);
-                    weight_grad_images::<T>(&CpuGemm::single_threaded(), p, &d, dys, xs, images)
+                    weight_grad_images::<T>(&CpuGemm::single_threaded(), true, p, &d, dys, xs, images)
                 });
                 let mut sum = vec![<T::Compute as num_traits::Zero>::zero(); ws.len()];
                 for part in parts {
@@ -264,7 +335,7 @@ fn backward_typed<T: FloatElement + MatmulScalar>(
                 }
                 sum.into_iter().map(T::from_compute).collect()
             }
-            None => weight_grad_images::<T>(&CpuGemm::new(), p, &d, dys, xs, 0..d.n)?,
+            None => weight_grad_images::<T>(&CpuGemm::new(), false, p, &d, dys, xs, 0..d.n)?,
         };
         store_slice(ctx.req[1], grads[1].as_mut_slice::<T>()?, &dw);
     }

@@ -27,22 +27,69 @@ fn valid_range(g: &Geom3, a: usize, t: usize) -> (usize, usize) {
     ((lo as usize).min(hi), hi)
 }
 
-/// True when [`im2col_same_width`] applies: a 1-D or 2-D window at stride
+/// True when [`im2col_range_same_width`] applies: a 1-D or 2-D window at stride
 /// 1, undilated along the rows, whose output rows are as wide as the input
 /// rows (the usual "same" padding of 3x3, 5x5, ... kernels).
 fn same_width_2d(g: &Geom3) -> bool {
     g.inp[0] == 1 && g.k[0] == 1 && g.p[0] == 0 && g.s == [1; 3] && g.d[2] == 1 && g.out[2] == g.inp[2]
 }
 
-/// [`im2col`] for [`same_width_2d`] windows. Output row `o1`, column `o2`
-/// of tap `t` reads input element `(o1 + t1·d1 - p1)·w + o2 + t2 - p2` of
-/// the plane: the same shift for the whole row of `col`, so it is one
-/// block copy per (channel, tap) instead of one short copy per output row,
-/// after which the columns that wrapped around a row edge and the rows
-/// that fall into the padding are zeroed.
-fn im2col_same_width<T: FloatElement>(x: &[T], c: usize, g: &Geom3, col: &mut [T]) {
-    let (in_size, p, w) = (g.in_size(), g.out_size(), g.inp[2]);
-    let mut rows = col.chunks_exact_mut(p.max(1));
+/// One stretch of output positions along a single output line, as seen by
+/// one kernel tap: `len` positions starting at `dst` (relative to the
+/// range), of which `lo..hi` (relative to the stretch) read the input line
+/// starting at `line` (an offset into the plane) from element `first`, at
+/// the window stride; the others read padding. `line` is `None` when the
+/// whole stretch lies in the padding.
+struct Stretch {
+    dst: usize,
+    len: usize,
+    line: Option<usize>,
+    lo: usize,
+    hi: usize,
+    first: usize,
+}
+
+/// Calls `visit` for the stretches that output positions
+/// `first..first + len` form for tap `t`, in order.
+#[inline]
+fn stretches(g: &Geom3, t: [usize; 3], first: usize, len: usize, mut visit: impl FnMut(Stretch)) {
+    let ow = g.out[2];
+    let (vlo, vhi) = valid_range(g, 2, t[2]);
+    let (mut pos, end) = (first, first + len);
+    while pos < end {
+        let (line_index, a) = (pos / ow, pos % ow);
+        let b = (a + (end - pos)).min(ow);
+        let (o0, o1) = (line_index / g.out[1], line_index % g.out[1]);
+        let (z0, z1) = (g.coord(0, o0, t[0]), g.coord(1, o1, t[1]));
+        let mut stretch = Stretch { dst: pos - first, len: b - a, line: None, lo: 0, hi: 0, first: 0 };
+        if g.inside(0, z0) && g.inside(1, z1) {
+            let (lo, hi) = (vlo.clamp(a, b), vhi.clamp(a, b));
+            if lo < hi {
+                stretch.line = Some((z0 as usize * g.inp[1] + z1 as usize) * g.inp[2]);
+                stretch.lo = lo - a;
+                stretch.hi = hi - a;
+                stretch.first = g.coord(2, lo, t[2]) as usize;
+            }
+        }
+        visit(stretch);
+        pos += b - a;
+    }
+}
+
+/// [`im2col_range`] for [`same_width_2d`] windows: one shifted block copy
+/// per row of the tile, then the positions whose tap reads across a row
+/// edge are zeroed.
+fn im2col_range_same_width<T: FloatElement>(
+    x: &[T],
+    c: usize,
+    g: &Geom3,
+    first: usize,
+    len: usize,
+    col: &mut [T],
+) {
+    let (in_size, w) = (g.in_size(), g.inp[2]);
+    let end = first + len;
+    let mut rows = col.chunks_exact_mut(len.max(1));
     for ch in 0..c {
         let plane = &x[ch * in_size..(ch + 1) * in_size];
         for t1 in 0..g.k[1] {
@@ -51,60 +98,24 @@ fn im2col_same_width<T: FloatElement>(x: &[T], c: usize, g: &Geom3, col: &mut [T
                 let Some(row) = rows.next() else { return };
                 let (c_lo, c_hi) = valid_range(g, 2, t2);
                 let shift = (t1 * g.d[1]) as isize * w as isize - g.p[1] * w as isize + t2 as isize - g.p[2];
-                // destination positions whose source lies inside the plane
-                let (row_lo, row_hi) = ((r_lo * w) as isize, (r_hi * w) as isize);
-                let j_lo = row_lo.max(-shift).min(row_hi) as usize;
-                let j_hi = row_hi.min(in_size as isize - shift).max(j_lo as isize) as usize;
-                row[..j_lo].fill(T::zero());
-                if j_hi > j_lo {
-                    let src = (j_lo as isize + shift) as usize;
-                    row[j_lo..j_hi].copy_from_slice(&plane[src..src + (j_hi - j_lo)]);
+                // positions of the tile whose source lies inside the plane
+                let lo = ((r_lo * w) as isize).max(-shift).clamp(first as isize, end as isize) as usize;
+                let hi = ((r_hi * w) as isize).min(in_size as isize - shift).clamp(lo as isize, end as isize)
+                    as usize;
+                row[..lo - first].fill(T::zero());
+                if hi > lo {
+                    let src = (lo as isize + shift) as usize;
+                    row[lo - first..hi - first].copy_from_slice(&plane[src..src + (hi - lo)]);
                 }
-                row[j_hi..].fill(T::zero());
+                row[hi - first..].fill(T::zero());
                 if c_lo > 0 || c_hi < w {
-                    for line in row[r_lo * w..r_hi * w].chunks_exact_mut(w) {
-                        line[..c_lo].fill(T::zero());
-                        line[c_hi..].fill(T::zero());
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Fills `col` (`c·taps x out_size`) from `x` (`c` input planes).
-pub(crate) fn im2col<T: FloatElement>(x: &[T], c: usize, g: &Geom3, col: &mut [T]) {
-    if same_width_2d(g) {
-        return im2col_same_width(x, c, g, col);
-    }
-    let (in_size, p) = (g.in_size(), g.out_size());
-    let [_, ih, iw] = g.inp;
-    let mut rows = col.chunks_exact_mut(p.max(1));
-    for ch in 0..c {
-        let plane = &x[ch * in_size..(ch + 1) * in_size];
-        for t in taps(g) {
-            let Some(row) = rows.next() else { return };
-            let mut idx = 0;
-            for o0 in 0..g.out[0] {
-                let z0 = g.coord(0, o0, t[0]);
-                for o1 in 0..g.out[1] {
-                    let z1 = g.coord(1, o1, t[1]);
-                    let dst = &mut row[idx..idx + g.out[2]];
-                    idx += g.out[2];
-                    if !g.inside(0, z0) || !g.inside(1, z1) {
-                        dst.fill(T::zero());
-                        continue;
-                    }
-                    let line = &plane[(z0 as usize * ih + z1 as usize) * iw..][..iw];
-                    let (lo, hi) = valid_range(g, 2, t[2]);
-                    dst[..lo].fill(T::zero());
-                    dst[hi..].fill(T::zero());
-                    let first = (g.coord(2, lo, t[2])).max(0) as usize;
-                    if g.s[2] == 1 {
-                        dst[lo..hi].copy_from_slice(&line[first..first + (hi - lo)]);
-                    } else {
-                        for (d, z) in dst[lo..hi].iter_mut().zip((first..).step_by(g.s[2])) {
-                            *d = line[z];
+                    for line in first / w..end.div_ceil(w) {
+                        let (a, b) = (line * w, line * w + w);
+                        for (z0, z1) in [(a, a + c_lo), (a + c_hi, b)] {
+                            let (z0, z1) = (z0.max(first), z1.min(end));
+                            if z1 > z0 {
+                                row[z0 - first..z1 - first].fill(T::zero());
+                            }
                         }
                     }
                 }
@@ -113,36 +124,90 @@ pub(crate) fn im2col<T: FloatElement>(x: &[T], c: usize, g: &Geom3, col: &mut [T
     }
 }
 
-/// Adds `col` (`c·taps x out_size`) back into `dx` (`c` input planes, in
-/// the compute type): the adjoint of [`im2col`].
-pub(crate) fn col2im_add<T: FloatElement>(col: &[T], c: usize, g: &Geom3, dx: &mut [T::Compute]) {
-    let (in_size, p) = (g.in_size(), g.out_size());
-    let [_, ih, iw] = g.inp;
-    let mut rows = col.chunks_exact(p.max(1));
+/// Fills `col` (`c·taps x len`, rows of `len`) with the columns of output
+/// positions `first..first + len` only: a tile of [`im2col`]'s matrix.
+pub(crate) fn im2col_range<T: FloatElement>(
+    x: &[T],
+    c: usize,
+    g: &Geom3,
+    first: usize,
+    len: usize,
+    col: &mut [T],
+) {
+    if same_width_2d(g) {
+        return im2col_range_same_width(x, c, g, first, len, col);
+    }
+    let in_size = g.in_size();
+    let mut rows = col.chunks_exact_mut(len.max(1));
+    for ch in 0..c {
+        let plane = &x[ch * in_size..(ch + 1) * in_size];
+        for t in taps(g) {
+            let Some(row) = rows.next() else { return };
+            stretches(g, t, first, len, |st| {
+                let dst = &mut row[st.dst..st.dst + st.len];
+                let Some(line) = st.line else {
+                    dst.fill(T::zero());
+                    return;
+                };
+                dst[..st.lo].fill(T::zero());
+                dst[st.hi..].fill(T::zero());
+                let src = &plane[line..];
+                if g.s[2] == 1 {
+                    dst[st.lo..st.hi].copy_from_slice(&src[st.first..st.first + (st.hi - st.lo)]);
+                } else {
+                    for (d, z) in dst[st.lo..st.hi].iter_mut().zip((st.first..).step_by(g.s[2])) {
+                        *d = src[z];
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// Adds a tile of columns (`c·taps x len`, output positions
+/// `first..first + len`) back into `dx` (`c` input planes, compute type):
+/// the adjoint of [`im2col_range`].
+pub(crate) fn col2im_add_range<T: FloatElement>(
+    col: &[T],
+    c: usize,
+    g: &Geom3,
+    first: usize,
+    len: usize,
+    dx: &mut [T::Compute],
+) {
+    let in_size = g.in_size();
+    let mut rows = col.chunks_exact(len.max(1));
     for ch in 0..c {
         let plane = &mut dx[ch * in_size..(ch + 1) * in_size];
         for t in taps(g) {
             let Some(row) = rows.next() else { return };
-            let mut idx = 0;
-            for o0 in 0..g.out[0] {
-                let z0 = g.coord(0, o0, t[0]);
-                for o1 in 0..g.out[1] {
-                    let z1 = g.coord(1, o1, t[1]);
-                    let src = &row[idx..idx + g.out[2]];
-                    idx += g.out[2];
-                    if !g.inside(0, z0) || !g.inside(1, z1) {
-                        continue;
+            stretches(g, t, first, len, |st| {
+                let Some(line) = st.line else { return };
+                let src = &row[st.dst + st.lo..st.dst + st.hi];
+                let dst = &mut plane[line..];
+                if g.s[2] == 1 {
+                    for (d, v) in dst[st.first..st.first + src.len()].iter_mut().zip(src) {
+                        *d = *d + v.to_compute();
                     }
-                    let line = &mut plane[(z0 as usize * ih + z1 as usize) * iw..][..iw];
-                    let (lo, hi) = valid_range(g, 2, t[2]);
-                    let first = (g.coord(2, lo, t[2])).max(0) as usize;
-                    for (v, z) in src[lo..hi].iter().zip((first..).step_by(g.s[2])) {
-                        line[z] = line[z] + v.to_compute();
+                } else {
+                    for (v, z) in src.iter().zip((st.first..).step_by(g.s[2])) {
+                        dst[z] = dst[z] + v.to_compute();
                     }
                 }
-            }
+            });
         }
     }
+}
+
+/// Fills `col` (`c·taps x out_size`) from `x` (`c` input planes).
+pub(crate) fn im2col<T: FloatElement>(x: &[T], c: usize, g: &Geom3, col: &mut [T]) {
+    im2col_range(x, c, g, 0, g.out_size(), col)
+}
+
+/// Adds `col` (`c·taps x out_size`) back into `dx` (`c` input planes, in
+/// the compute type): the adjoint of [`im2col`].
+pub(crate) fn col2im_add<T: FloatElement>(col: &[T], c: usize, g: &Geom3, dx: &mut [T::Compute]) {
+    col2im_add_range(col, c, g, 0, g.out_size(), dx)
 }
 
 #[cfg(test)]
@@ -227,6 +292,57 @@ mod tests {
             let mut col = vec![f64::NAN; c * k[0] * k[1] * out_h * w];
             im2col(&x, c, &g, &mut col);
             assert_eq!(col, im2col_by_definition(&x, c, &g), "{h}x{w} k{k:?} p{p:?} d{d}");
+        }
+    }
+
+    #[test]
+    fn tiles_agree_with_the_whole_matrix_and_fold_back_alike() {
+        // (input, kernel, stride, dilate, pad) per axis, 1-D to 3-D windows
+        let cases: [(&[usize], &[usize], &[usize], &[usize], &[usize]); 7] = [
+            (&[7], &[3], &[2], &[1], &[1]),
+            (&[5, 6], &[3, 3], &[1, 1], &[1, 1], &[1, 1]),
+            (&[6, 5], &[3, 2], &[2, 1], &[1, 2], &[0, 1]),
+            (&[3, 4, 5], &[2, 3, 3], &[1, 2, 1], &[1, 1, 2], &[1, 0, 2]),
+            (&[4, 4], &[5, 5], &[1, 1], &[1, 1], &[2, 2]),
+            (&[6, 5], &[3, 3], &[1, 1], &[2, 1], &[2, 1]),
+            (&[1, 9], &[1, 3], &[1, 1], &[1, 1], &[0, 1]),
+        ];
+        for (inp, k, s, d, p) in cases {
+            let w = Window {
+                kernel: k.to_vec(),
+                stride: s.to_vec(),
+                dilate: d.to_vec(),
+                pad_before: p.to_vec(),
+                pad_after: p.to_vec(),
+            };
+            let out: Vec<usize> =
+                (0..inp.len()).map(|i| (inp[i] + 2 * p[i] - w.span(i)) / s[i] + 1).collect();
+            let g = w.geom3(inp, &out);
+            let c = 2;
+            let x: Vec<f64> = (0..c * g.in_size()).map(|i| i as f64 * 0.25 - 3.0).collect();
+            let whole = im2col_by_definition(&x, c, &g);
+            let rows = c * w.taps();
+            let pos = g.out_size();
+            let mut folded = vec![0.0; x.len()];
+            let mut reference = vec![0.0; x.len()];
+            col2im_add(&whole, c, &g, &mut reference);
+            for tile in [1, 3, 7, pos] {
+                folded.fill(0.0);
+                for first in (0..pos).step_by(tile) {
+                    let len = tile.min(pos - first);
+                    let mut col = vec![f64::NAN; rows * len];
+                    im2col_range(&x, c, &g, first, len, &mut col);
+                    for r in 0..rows {
+                        assert_eq!(
+                            col[r * len..][..len],
+                            whole[r * pos + first..][..len],
+                            "{inp:?} tile {tile}"
+                        );
+                    }
+                    col2im_add_range(&col, c, &g, first, len, &mut folded);
+                }
+                assert_eq!(folded, reference, "{inp:?} tile {tile}");
+            }
         }
     }
 
