@@ -4,6 +4,12 @@
 //! `oxnet-core`. The Python package `oxnet` (in `python/oxnet`) builds the
 //! MXNet-compatible API on top of it; no kernel lives here or there.
 
+/// Rust allocations of the module go through mimalloc: kernels allocate
+/// and free large temporaries on every call, which the system allocator
+/// returns to the OS and faults back in each time (see docs/performance.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod advanced_index;
 mod array;
 mod autograd;
