@@ -12,7 +12,7 @@
 
 use super::depthwise;
 use super::geometry::Geom3;
-use super::im2col::{col2im_add_range, im2col_range};
+use super::im2col::{col2im_add_range_scratch, im2col_range};
 use super::layout;
 use super::params::{conv_params, infer_shape, ConvParams};
 use super::sums::bias_grad;
@@ -249,7 +249,7 @@ fn data_grad_images<T: FloatElement + MatmulScalar>(
                 let a = MatRef::new(wg, 0, rows, d.fg, 1, rows as isize).map_err(gemm_err)?;
                 let b = MatRef::new(dyg, at, d.fg, len, pos as isize, 1).map_err(gemm_err)?;
                 matmul::gemm_strided_with(backend, dst, a, b, T::ONE, false).map_err(gemm_err)?;
-                col2im_add_range::<T>(col, d.cg, &d.g3, at, len, dxg);
+                col2im_add_range_scratch::<T>(col, d.cg, &d.g3, at, len, dxg);
             }
         }
     }

@@ -76,9 +76,44 @@ fn stretches(g: &Geom3, t: [usize; 3], first: usize, len: usize, mut visit: impl
     }
 }
 
+/// One row of a [`same_width_2d`] tile (tap `t1, t2`, output positions
+/// `first..end`): the shift from an output position to the input element
+/// it reads, and the positions `lo..hi` whose source lies inside the plane
+/// (those that read across a row edge included: see [`zero_row_edges`]).
+#[inline]
+fn same_width_row(g: &Geom3, t1: usize, t2: usize, first: usize, end: usize) -> (isize, usize, usize) {
+    let (in_size, w) = (g.in_size() as isize, g.inp[2] as isize);
+    let (r_lo, r_hi) = valid_range(g, 1, t1);
+    let shift = ((t1 * g.d[1]) as isize - g.p[1]) * w + t2 as isize - g.p[2];
+    let lo = (r_lo as isize * w).max(-shift).clamp(first as isize, end as isize);
+    let hi = (r_hi as isize * w).min(in_size - shift).clamp(lo, end as isize);
+    (shift, lo as usize, hi as usize)
+}
+
+/// Zeroes the entries of `row` (positions `first..end` of tap column `t2`)
+/// whose tap reads across a row edge of a [`same_width_2d`] window: the
+/// output columns outside the tap's valid range.
+#[inline]
+fn zero_row_edges<T: FloatElement>(row: &mut [T], g: &Geom3, t2: usize, first: usize, end: usize) {
+    let (c_lo, c_hi) = valid_range(g, 2, t2);
+    let w = g.inp[2];
+    if c_lo == 0 && c_hi == w {
+        return;
+    }
+    for line in first / w..end.div_ceil(w) {
+        let (a, b) = (line * w, line * w + w);
+        for (z0, z1) in [(a, a + c_lo), (a + c_hi, b)] {
+            let (z0, z1) = (z0.max(first), z1.min(end));
+            if z1 > z0 {
+                row[z0 - first..z1 - first].fill(T::zero());
+            }
+        }
+    }
+}
+
 /// [`im2col_range`] for [`same_width_2d`] windows: one shifted block copy
-/// per row of the tile, then the positions whose tap reads across a row
-/// edge are zeroed.
+/// per row of the tile, then the entries that read across a row edge are
+/// zeroed.
 fn im2col_range_same_width<T: FloatElement>(
     x: &[T],
     c: usize,
@@ -87,37 +122,57 @@ fn im2col_range_same_width<T: FloatElement>(
     len: usize,
     col: &mut [T],
 ) {
-    let (in_size, w) = (g.in_size(), g.inp[2]);
+    let in_size = g.in_size();
     let end = first + len;
     let mut rows = col.chunks_exact_mut(len.max(1));
     for ch in 0..c {
         let plane = &x[ch * in_size..(ch + 1) * in_size];
         for t1 in 0..g.k[1] {
-            let (r_lo, r_hi) = valid_range(g, 1, t1);
             for t2 in 0..g.k[2] {
                 let Some(row) = rows.next() else { return };
-                let (c_lo, c_hi) = valid_range(g, 2, t2);
-                let shift = (t1 * g.d[1]) as isize * w as isize - g.p[1] * w as isize + t2 as isize - g.p[2];
-                // positions of the tile whose source lies inside the plane
-                let lo = ((r_lo * w) as isize).max(-shift).clamp(first as isize, end as isize) as usize;
-                let hi = ((r_hi * w) as isize).min(in_size as isize - shift).clamp(lo as isize, end as isize)
-                    as usize;
+                let (shift, lo, hi) = same_width_row(g, t1, t2, first, end);
                 row[..lo - first].fill(T::zero());
                 if hi > lo {
                     let src = (lo as isize + shift) as usize;
                     row[lo - first..hi - first].copy_from_slice(&plane[src..src + (hi - lo)]);
                 }
                 row[hi - first..].fill(T::zero());
-                if c_lo > 0 || c_hi < w {
-                    for line in first / w..end.div_ceil(w) {
-                        let (a, b) = (line * w, line * w + w);
-                        for (z0, z1) in [(a, a + c_lo), (a + c_hi, b)] {
-                            let (z0, z1) = (z0.max(first), z1.min(end));
-                            if z1 > z0 {
-                                row[z0 - first..z1 - first].fill(T::zero());
-                            }
-                        }
-                    }
+                zero_row_edges(row, g, t2, first, end);
+            }
+        }
+    }
+}
+
+/// [`col2im_add_range`] over a scratch tile, which it may overwrite. For
+/// [`same_width_2d`] windows each row's entries that read across a row
+/// edge are zeroed, and the row then folds back as one contiguous add.
+pub(crate) fn col2im_add_range_scratch<T: FloatElement>(
+    col: &mut [T],
+    c: usize,
+    g: &Geom3,
+    first: usize,
+    len: usize,
+    dx: &mut [T::Compute],
+) {
+    if !same_width_2d(g) {
+        return col2im_add_range(col, c, g, first, len, dx);
+    }
+    let in_size = g.in_size();
+    let end = first + len;
+    let mut rows = col.chunks_exact_mut(len.max(1));
+    for ch in 0..c {
+        let plane = &mut dx[ch * in_size..(ch + 1) * in_size];
+        for t1 in 0..g.k[1] {
+            for t2 in 0..g.k[2] {
+                let Some(row) = rows.next() else { return };
+                let (shift, lo, hi) = same_width_row(g, t1, t2, first, end);
+                if hi <= lo {
+                    continue;
+                }
+                zero_row_edges(row, g, t2, first, end);
+                let src = (lo as isize + shift) as usize;
+                for (d, v) in plane[src..src + (hi - lo)].iter_mut().zip(&row[lo - first..hi - first]) {
+                    *d = *d + v.to_compute();
                 }
             }
         }
@@ -324,10 +379,14 @@ mod tests {
             let rows = c * w.taps();
             let pos = g.out_size();
             let mut folded = vec![0.0; x.len()];
+            let mut scratch_folded = vec![0.0; x.len()];
+            let mut any_folded = vec![0.0; x.len()];
             let mut reference = vec![0.0; x.len()];
             col2im_add(&whole, c, &g, &mut reference);
             for tile in [1, 3, 7, pos] {
                 folded.fill(0.0);
+                scratch_folded.fill(0.0);
+                any_folded.fill(0.0);
                 for first in (0..pos).step_by(tile) {
                     let len = tile.min(pos - first);
                     let mut col = vec![f64::NAN; rows * len];
@@ -340,8 +399,13 @@ mod tests {
                         );
                     }
                     col2im_add_range(&col, c, &g, first, len, &mut folded);
+                    // any tile, not only im2col's (whose padding entries are zero)
+                    let mut any: Vec<f64> = (0..rows * len).map(|i| ((i * 7) % 11) as f64 - 5.0).collect();
+                    col2im_add_range(&any, c, &g, first, len, &mut any_folded);
+                    col2im_add_range_scratch(&mut any, c, &g, first, len, &mut scratch_folded);
                 }
                 assert_eq!(folded, reference, "{inp:?} tile {tile}");
+                assert_eq!(scratch_folded, any_folded, "{inp:?} tile {tile} (scratch)");
             }
         }
     }

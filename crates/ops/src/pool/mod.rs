@@ -2,6 +2,7 @@
 //! and same conventions) with its backward kernel; `contrib.AdaptiveAvgPooling2D`.
 
 mod adaptive;
+mod max2x2;
 mod params;
 mod pooling;
 

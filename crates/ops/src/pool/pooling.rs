@@ -5,6 +5,7 @@
 //! rows element-wise first (whole rows, which vectorise), then each
 //! output its stretch of the reduced row.
 
+use super::max2x2;
 use super::params::{infer_shape, pool_params, window, Convention, PoolParams, PoolType};
 use crate::conv::geometry::Geom3;
 use crate::conv::layout;
@@ -327,6 +328,7 @@ fn forward_first(ctx: &OpContext, p: &PoolParams, inputs: &[NDArray], outputs: &
                 for (k, plane) in ys.chunks_mut(outs).enumerate() {
                     let xp = &x[(first + k) * ins..][..ins];
                     match p.pool_type {
+                        PoolType::Max if max2x2::applies(&g) => max2x2::forward_plane(&g, xp, plane),
                         PoolType::Lp(pv) => pool_plane_lp(pv, &g, &win, xp, plane),
                         _ => pool_plane_rows(p, &g, &win, xp, plane, &mut acc),
                     }
@@ -377,7 +379,9 @@ fn backward_first(ctx: &OpContext, p: &PoolParams, args: &BackwardArgs, grads: &
                 for (k, plane) in dxs.chunks_mut(ins).enumerate() {
                     let n = first + k;
                     let (xp, yp, dyp) = (&xs[n * ins..][..ins], &ys[n * outs..][..outs], &dys[n * outs..][..outs]);
-                    unpool_max_disjoint(&g, &win, xp, yp, dyp, plane);
+                    if !(max2x2::applies(&g) && max2x2::backward_plane(&g, xp, yp, dyp, plane)) {
+                        unpool_max_disjoint(&g, &win, xp, yp, dyp, plane);
+                    }
                 }
             });
             return Ok(());
