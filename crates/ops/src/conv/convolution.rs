@@ -75,9 +75,16 @@ fn gemm_err(e: matmul::MatmulError) -> Error {
 const TILE: usize = 64;
 
 /// Filters per product over a tile: `gemm` re-packs an operand that more
-/// than eight of its register blocks (four or six columns wide) read, and
-/// the tile needs no packing.
-const FILTER_CHUNK: usize = 32;
+/// than eight of its register blocks read, and the tile needs no packing.
+/// The blocks are six columns wide in its AVX-512 kernels and four in the
+/// others.
+fn filter_chunk() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        return 48;
+    }
+    32
+}
 
 impl Dims {
     /// Output positions per product: [`TILE`] when `tiled` (each thread
@@ -145,7 +152,7 @@ fn forward_images<T: FloatElement + MatmulScalar>(
     accumulate: bool,
 ) -> Result<()> {
     let (pos, rows, span) = (d.g3.out_size(), d.rows(), d.span(tiled));
-    let chunk = if span < pos { FILTER_CHUNK } else { d.fg.max(1) };
+    let chunk = if span < pos { filter_chunk() } else { d.fg.max(1) };
     let mut buf = d.column_buffer::<T>(span);
     for (k, yimg) in y.chunks_mut((p.num_filter * pos).max(1)).enumerate() {
         for grp in 0..p.num_group {

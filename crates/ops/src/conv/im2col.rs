@@ -76,39 +76,46 @@ fn stretches(g: &Geom3, t: [usize; 3], first: usize, len: usize, mut visit: impl
     }
 }
 
-/// One row of a [`same_width_2d`] tile (tap `t1, t2`, output positions
-/// `first..end`): the shift from an output position to the input element
-/// it reads, and the positions `lo..hi` whose source lies inside the plane
-/// (those that read across a row edge included: see [`zero_row_edges`]).
-#[inline]
-fn same_width_row(g: &Geom3, t1: usize, t2: usize, first: usize, end: usize) -> (isize, usize, usize) {
-    let (in_size, w) = (g.in_size() as isize, g.inp[2] as isize);
-    let (r_lo, r_hi) = valid_range(g, 1, t1);
-    let shift = ((t1 * g.d[1]) as isize - g.p[1]) * w + t2 as isize - g.p[2];
-    let lo = (r_lo as isize * w).max(-shift).clamp(first as isize, end as isize);
-    let hi = (r_hi as isize * w).min(in_size - shift).clamp(lo, end as isize);
-    (shift, lo as usize, hi as usize)
+/// What one tap of a [`same_width_2d`] window does over output positions
+/// `first..end`, the same for every channel: output position `o` reads
+/// input element `o + shift` of the plane; positions `lo..hi` read inside
+/// the plane, and of those the stretches `edges` (relative to `first`)
+/// read across a row edge, i.e. padding.
+struct SameWidthTap {
+    shift: isize,
+    lo: usize,
+    hi: usize,
+    edges: Vec<(usize, usize)>,
 }
 
-/// Zeroes the entries of `row` (positions `first..end` of tap column `t2`)
-/// whose tap reads across a row edge of a [`same_width_2d`] window: the
-/// output columns outside the tap's valid range.
-#[inline]
-fn zero_row_edges<T: FloatElement>(row: &mut [T], g: &Geom3, t2: usize, first: usize, end: usize) {
-    let (c_lo, c_hi) = valid_range(g, 2, t2);
-    let w = g.inp[2];
-    if c_lo == 0 && c_hi == w {
-        return;
-    }
-    for line in first / w..end.div_ceil(w) {
-        let (a, b) = (line * w, line * w + w);
-        for (z0, z1) in [(a, a + c_lo), (a + c_hi, b)] {
-            let (z0, z1) = (z0.max(first), z1.min(end));
-            if z1 > z0 {
-                row[z0 - first..z1 - first].fill(T::zero());
+/// The taps of a [`same_width_2d`] window over positions `first..end`, in
+/// row order.
+fn same_width_taps(g: &Geom3, first: usize, end: usize) -> Vec<SameWidthTap> {
+    let (in_size, w) = (g.in_size() as isize, g.inp[2]);
+    let mut taps = Vec::with_capacity(g.k[1] * g.k[2]);
+    for t1 in 0..g.k[1] {
+        let (r_lo, r_hi) = valid_range(g, 1, t1);
+        for t2 in 0..g.k[2] {
+            let shift = ((t1 * g.d[1]) as isize - g.p[1]) * w as isize + t2 as isize - g.p[2];
+            let lo = (r_lo as isize * w as isize).max(-shift).clamp(first as isize, end as isize);
+            let hi = (r_hi as isize * w as isize).min(in_size - shift).clamp(lo, end as isize);
+            let (c_lo, c_hi) = valid_range(g, 2, t2);
+            let mut edges = Vec::new();
+            if c_lo > 0 || c_hi < w {
+                for line in first / w..end.div_ceil(w) {
+                    let (a, b) = (line * w, line * w + w);
+                    for (z0, z1) in [(a, a + c_lo), (a + c_hi, b)] {
+                        let (z0, z1) = (z0.max(first), z1.min(end));
+                        if z1 > z0 {
+                            edges.push((z0 - first, z1 - first));
+                        }
+                    }
+                }
             }
+            taps.push(SameWidthTap { shift, lo: lo as usize, hi: hi as usize, edges });
         }
     }
+    taps
 }
 
 /// [`im2col_range`] for [`same_width_2d`] windows: one shifted block copy
@@ -123,21 +130,20 @@ fn im2col_range_same_width<T: FloatElement>(
     col: &mut [T],
 ) {
     let in_size = g.in_size();
-    let end = first + len;
-    let mut rows = col.chunks_exact_mut(len.max(1));
-    for ch in 0..c {
-        let plane = &x[ch * in_size..(ch + 1) * in_size];
-        for t1 in 0..g.k[1] {
-            for t2 in 0..g.k[2] {
-                let Some(row) = rows.next() else { return };
-                let (shift, lo, hi) = same_width_row(g, t1, t2, first, end);
-                row[..lo - first].fill(T::zero());
-                if hi > lo {
-                    let src = (lo as isize + shift) as usize;
-                    row[lo - first..hi - first].copy_from_slice(&plane[src..src + (hi - lo)]);
-                }
-                row[hi - first..].fill(T::zero());
-                zero_row_edges(row, g, t2, first, end);
+    let taps = same_width_taps(g, first, first + len);
+    for (t, tap) in taps.iter().enumerate() {
+        for ch in 0..c {
+            let plane = &x[ch * in_size..(ch + 1) * in_size];
+            let row = &mut col[(ch * taps.len() + t) * len..][..len];
+            let (lo, hi) = (tap.lo - first, tap.hi - first);
+            row[..lo].fill(T::zero());
+            if hi > lo {
+                let src = (tap.lo as isize + tap.shift) as usize;
+                row[lo..hi].copy_from_slice(&plane[src..src + (hi - lo)]);
+            }
+            row[hi..].fill(T::zero());
+            for &(a, b) in &tap.edges {
+                row[a..b].fill(T::zero());
             }
         }
     }
@@ -158,22 +164,21 @@ pub(crate) fn col2im_add_range_scratch<T: FloatElement>(
         return col2im_add_range(col, c, g, first, len, dx);
     }
     let in_size = g.in_size();
-    let end = first + len;
-    let mut rows = col.chunks_exact_mut(len.max(1));
-    for ch in 0..c {
-        let plane = &mut dx[ch * in_size..(ch + 1) * in_size];
-        for t1 in 0..g.k[1] {
-            for t2 in 0..g.k[2] {
-                let Some(row) = rows.next() else { return };
-                let (shift, lo, hi) = same_width_row(g, t1, t2, first, end);
-                if hi <= lo {
-                    continue;
-                }
-                zero_row_edges(row, g, t2, first, end);
-                let src = (lo as isize + shift) as usize;
-                for (d, v) in plane[src..src + (hi - lo)].iter_mut().zip(&row[lo - first..hi - first]) {
-                    *d = *d + v.to_compute();
-                }
+    let taps = same_width_taps(g, first, first + len);
+    for (t, tap) in taps.iter().enumerate() {
+        if tap.hi <= tap.lo {
+            continue;
+        }
+        let src = (tap.lo as isize + tap.shift) as usize;
+        for ch in 0..c {
+            let row = &mut col[(ch * taps.len() + t) * len..][..len];
+            for &(a, b) in &tap.edges {
+                row[a..b].fill(T::zero());
+            }
+            let plane = &mut dx[ch * in_size..(ch + 1) * in_size];
+            let (lo, hi) = (tap.lo - first, tap.hi - first);
+            for (d, v) in plane[src..src + (hi - lo)].iter_mut().zip(&row[lo..hi]) {
+                *d = *d + v.to_compute();
             }
         }
     }
