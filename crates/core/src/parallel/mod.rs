@@ -12,7 +12,13 @@
 //! two took 115–174 µs through `rayon::join` with 20–500 µs of serial work
 //! between calls, against 85 µs on one thread and 45–57 µs here). This
 //! pool's helpers spin for a while after each job before sleeping, as
-//! OpenMP runtimes do, so back-to-back operators find them awake.
+//! OpenMP runtimes do, so back-to-back operators find them awake. Every
+//! few microseconds of spinning (the helpers', and the caller's while it
+//! waits for a job's last task) offers the CPU to other threads, so that
+//! on a machine with more runnable threads than cores the spinning does
+//! not hold off the thread it waits for (a small CNN's training step next
+//! to one busy process: 44.6 ms with plain spinning, 34.4 ms with the
+//! offers, against 19.8 ms alone).
 //!
 //! Settings, read once from the environment when the pool first runs:
 //!

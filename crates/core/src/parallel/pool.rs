@@ -53,6 +53,24 @@ pub(super) fn inline<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// Spin rounds between two offers of the CPU to other threads.
+const YIELD_EVERY: u32 = 512;
+
+/// One round of a spin-wait. Every [`YIELD_EVERY`] rounds (a few
+/// microseconds) the thread offers its CPU to others: when the machine has
+/// more runnable threads than cores (another process, or a thread of ours
+/// that was preempted mid-task and holds the job's last index), spinning
+/// through a whole time slice would keep the very thread it waits for off
+/// the CPU. With nothing else to run, the offer returns at once.
+#[inline]
+fn polite_spin(rounds: u32) {
+    if rounds.is_multiple_of(YIELD_EVERY) {
+        std::thread::yield_now();
+    } else {
+        std::hint::spin_loop();
+    }
+}
+
 /// Shared state of the pool.
 pub(super) struct Pool {
     /// Threads a job may use, the caller included.
@@ -147,8 +165,10 @@ impl Pool {
         IN_JOB.with(|c| c.set(true));
         self.work(epoch, tasks, f);
         IN_JOB.with(|c| c.set(false));
+        let mut rounds: u32 = 0;
         while self.done.load(Ordering::Acquire) < tasks {
-            std::hint::spin_loop();
+            rounds = rounds.wrapping_add(1);
+            polite_spin(rounds);
         }
         let panic = lock(&self.panic).take();
         self.busy.store(false, Ordering::Release);
@@ -206,7 +226,7 @@ impl Pool {
                 return now;
             }
             rounds = rounds.wrapping_add(1);
-            if rounds.is_multiple_of(512) && start.elapsed() >= self.spin {
+            if rounds.is_multiple_of(YIELD_EVERY) && start.elapsed() >= self.spin {
                 let mut guard = lock(&self.sleep_lock);
                 self.sleepers.fetch_add(1, Ordering::SeqCst);
                 while self.epoch.load(Ordering::SeqCst) == seen {
@@ -215,7 +235,7 @@ impl Pool {
                 self.sleepers.fetch_sub(1, Ordering::SeqCst);
                 return self.epoch.load(Ordering::Acquire);
             }
-            std::hint::spin_loop();
+            polite_spin(rounds);
         }
     }
 }
