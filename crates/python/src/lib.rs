@@ -6,7 +6,8 @@
 
 /// Rust allocations of the module go through mimalloc: kernels allocate
 /// and free large temporaries on every call, which the system allocator
-/// returns to the OS and faults back in each time (see docs/performance.md).
+/// returns to the OS and faults back in each time (docs/gluon.md,
+/// "Benchmarks").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
