@@ -214,10 +214,15 @@ impl Executor {
             for (i, e) in gg.head_grads.iter().enumerate() {
                 let (n, k) = fwd.heads[i];
                 let fe = fwd.entry(n, k);
-                let buf = NDArray::zeros(&shapes[fe], types[fe], device)?;
-                if let Some(v) = id(&e.node) {
-                    var_values[v] = Some(buf.clone());
-                }
+                // a head gradient that no backward step reads gets no buffer
+                let buf = match id(&e.node) {
+                    Some(v) => {
+                        let buf = NDArray::zeros(&shapes[fe], types[fe], device)?;
+                        var_values[v] = Some(buf.clone());
+                        Some(buf)
+                    }
+                    None => None,
+                };
                 head_grad_buffers.push(buf);
             }
             for (e, value) in &gg.constants {

@@ -61,8 +61,10 @@ pub struct Executor {
     /// Entries of the forward heads, and of each argument's gradient.
     head_entries: Vec<usize>,
     grad_entries: Vec<Option<usize>>,
-    /// Buffers for the gradients flowing into each forward head.
-    head_grad_buffers: Vec<NDArray>,
+    /// Buffers for the gradients flowing into each forward head (`None`
+    /// for a head whose gradient no backward step reads: as MXNet, the
+    /// gradient given for it is not looked at).
+    head_grad_buffers: Vec<Option<NDArray>>,
     plan: MemoryPlan,
     /// The memory blocks the plan carves buffers from (byte arrays); a
     /// reshaped executor reuses them where they are large enough.
@@ -270,7 +272,10 @@ impl Executor {
         out_grads: &[Option<NDArray>],
     ) -> Result<Option<Vec<Option<NDArray>>>> {
         if !self.forwarded {
-            return Err(Error::Autograd("backward needs a forward pass first".into()));
+            // MXNet runs the backward pass over whatever the forward
+            // buffers hold; oxnet runs a train-mode forward pass first, so
+            // the gradients are those of the bound arguments
+            self.forward(true)?;
         }
         if self.backward_steps.is_empty() && self.grad_entries.iter().all(Option::is_none) {
             return Ok(None); // every grad_req is null
@@ -283,6 +288,7 @@ impl Executor {
             )));
         }
         for (i, buf) in self.head_grad_buffers.iter().enumerate() {
+            let Some(buf) = buf else { continue };
             match out_grads.get(i).and_then(|g| g.as_ref()) {
                 Some(g) => buf
                     .assign_from(g)
