@@ -552,3 +552,18 @@ def test_backward_ignores_gradients_no_step_reads_and_extra_ones():
     # a gradient that is read must still have the output's shape
     with pytest.raises(mx.MXNetError, match="output gradient 0"):
         exe.backward([mx.nd.ones((2, 2))])
+
+
+def test_given_dtypes_win_over_declared_ones():
+    # as MXNet 1.9.1: `Variable(dtype=...)` only fills in a dtype that the
+    # arrays bound (or the types given to infer_type) do not
+    x = mx.sym.Variable("x", dtype="float32")
+    y = 2 * x
+    _, out_types, _ = y.infer_type(x="float64")
+    assert out_types == [np.float64]
+    _, out_types, _ = y.infer_type()
+    assert out_types == [np.float32]
+    exe = y.bind(mx.cpu(), {"x": mx.nd.array([1.5, 2.0], dtype="float64")})
+    out = exe.forward()[0]
+    assert out.dtype == np.float64
+    np.testing.assert_array_equal(out.asnumpy(), [3.0, 4.0])

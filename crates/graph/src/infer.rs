@@ -94,8 +94,8 @@ pub fn infer_shapes_with_heads(
     Ok(shapes)
 }
 
-/// Dtypes of every entry of `g`, from the variables' `__dtype__` attributes
-/// and `given` dtypes by variable name.
+/// Dtypes of every entry of `g`, from `given` dtypes by variable name and,
+/// for variables not given, their `__dtype__` attributes.
 pub fn infer_dtypes(g: &IndexedGraph, given: &HashMap<String, DType>) -> Result<Vec<Option<DType>>> {
     infer_dtypes_with_heads(g, given, &[])
 }
@@ -123,16 +123,10 @@ pub fn infer_dtypes_with_heads(
                 })?;
             types[e] = Some(d);
         }
+        // as in MXNet 1.9.1, a given dtype wins over the declared one
+        // (`__dtype__` only fills in a dtype nothing else gives)
         if let Some(d) = given.get(&node.name) {
-            match types[e] {
-                Some(have) if have != *d => {
-                    return Err(Error::DType(format!(
-                        "variable `{}` is declared with dtype {have} but given {d}",
-                        node.name
-                    )))
-                }
-                _ => types[e] = Some(*d),
-            }
+            types[e] = Some(*d);
         }
     }
     for (&(n, k), h) in g.heads.iter().zip(heads) {
