@@ -168,6 +168,7 @@ mod tests {
 
     #[test]
     fn identity_in_predict_mode() {
+        let _generator = crate::random::generator();
         let x = data(1000);
         let _m = autograd::predict_mode();
         let outs = invoke("Dropout", &[&x], &[("p", 0.5.into())]).unwrap();
@@ -177,6 +178,7 @@ mod tests {
 
     #[test]
     fn train_mode_drops_about_p_and_scales_the_rest() {
+        let _generator = crate::random::generator();
         let n = 100_000;
         let x = data(n);
         let xv = x.to_vec::<f32>().unwrap();
@@ -214,6 +216,7 @@ mod tests {
 
     #[test]
     fn gradient_is_grad_times_mask() {
+        let _generator = crate::random::generator();
         let x = NDArray::random_uniform(-1.0, 1.0, &[50], DType::F64).unwrap();
         x.attach_grad(Req::Write).unwrap();
         let outs = {
@@ -242,6 +245,7 @@ mod tests {
 
     #[test]
     fn op_checks() {
+        let _generator = crate::random::generator();
         let x = NDArray::random_uniform(-1.0, 1.0, &[3, 4], DType::F64).unwrap();
         OpChecker::new("Dropout", std::slice::from_ref(&x)).attr("p", 0.0).run().unwrap();
         OpChecker::new("Dropout", std::slice::from_ref(&x))
@@ -256,6 +260,7 @@ mod tests {
 
     #[test]
     fn axes_share_the_mask() {
+        let _generator = crate::random::generator();
         let x = NDArray::ones(&[200, 30], DType::F32, Device::Cpu).unwrap();
         let outs = invoke(
             "Dropout",
@@ -274,6 +279,7 @@ mod tests {
 
     #[test]
     fn errors() {
+        let _generator = crate::random::generator();
         let x = data(4);
         assert!(invoke1("Dropout", &[&x], &[("p", 1.5.into())]).unwrap_err().to_string().contains("`p`"));
         assert!(invoke1("Dropout", &[&x], &[("mode", "sometimes".into())]).is_err());

@@ -108,3 +108,12 @@ fn store_f64(out: &NDArray, req: Req, values: &[f64]) -> Result<()> {
 fn values_f64(a: &NDArray) -> Result<Vec<f64>> {
     a.to_vec::<f64>()
 }
+
+/// Held by every test of this crate that seeds or draws from the global
+/// generator: it is one per process and tests run on parallel threads, so
+/// one test's draw could land between another's `seed` and its draws.
+#[cfg(test)]
+pub(crate) fn generator() -> std::sync::MutexGuard<'static, ()> {
+    static GENERATOR: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    GENERATOR.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

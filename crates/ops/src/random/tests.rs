@@ -7,6 +7,8 @@ use super::pdf_maths::digamma;
 use oxnet_core::check::OpChecker;
 use oxnet_core::{autograd, invoke, invoke1, random, AttrValue, DType, NDArray, Req};
 
+use super::generator;
+
 fn ints(v: &[i64]) -> AttrValue {
     AttrValue::Ints(v.to_vec())
 }
@@ -41,6 +43,7 @@ const N: i64 = 200_000;
 
 #[test]
 fn scalar_samplers_have_the_distributions_moments() {
+    let _generator = generator();
     random::seed(42);
     let shape = ("shape", ints(&[N]));
     let u = draw("_random_uniform", &[("low", (-1.5).into()), ("high", 3.0.into()), shape.clone()]);
@@ -68,6 +71,7 @@ fn scalar_samplers_have_the_distributions_moments() {
 
 #[test]
 fn seeding_makes_draws_reproducible() {
+    let _generator = generator();
     let attrs = [("shape", ints(&[4, 5])), ("dtype", AttrValue::DType(DType::F64))];
     random::seed(7);
     let a = draw("_random_normal", &attrs);
@@ -82,6 +86,7 @@ fn seeding_makes_draws_reproducible() {
 
 #[test]
 fn like_samplers_take_the_inputs_shape_and_dtype() {
+    let _generator = generator();
     let x = NDArray::zeros(&[300, 300], DType::F64, oxnet_core::Device::Cpu).unwrap();
     let y = invoke1("_random_exponential_like", &[&x], &[("lam", 2.0.into())]).unwrap();
     assert_eq!((y.shape(), y.dtype()), (&[300usize, 300][..], DType::F64));
@@ -90,6 +95,7 @@ fn like_samplers_take_the_inputs_shape_and_dtype() {
 
 #[test]
 fn array_samplers_draw_per_parameter_element() {
+    let _generator = generator();
     random::seed(3);
     let mu = arr(&[0.0, 2.5, -9.75, -7.0], &[2, 2]);
     let sigma = arr(&[1.0, 3.7, 4.2, 1.5], &[2, 2]);
@@ -112,6 +118,7 @@ fn array_samplers_draw_per_parameter_element() {
 
 #[test]
 fn randint_draws_integers_in_range() {
+    let _generator = generator();
     random::seed(5);
     let y = invoke1(
         "_random_randint",
@@ -142,6 +149,7 @@ fn randint_draws_integers_in_range() {
 
 #[test]
 fn multinomial_frequencies_log_probs_and_gradient() {
+    let _generator = generator();
     random::seed(11);
     let probs = [0.1, 0.2, 0.3, 0.4, 0.0, 0.4, 0.3, 0.2, 0.1, 0.0];
     let x = arr(&probs, &[2, 5]);
@@ -185,6 +193,7 @@ fn multinomial_frequencies_log_probs_and_gradient() {
 
 #[test]
 fn shuffle_permutes_rows() {
+    let _generator = generator();
     random::seed(1);
     let x = NDArray::from_vec((0..12).map(|v| v as f32).collect(), &[4, 3]).unwrap();
     let mut seen = std::collections::HashSet::new();
@@ -203,6 +212,7 @@ fn shuffle_permutes_rows() {
 
 #[test]
 fn unique_zipfian_draws_distinct_classes() {
+    let _generator = generator();
     random::seed(9);
     let outs = invoke(
         "_sample_unique_zipfian",
@@ -237,6 +247,7 @@ fn close(a: f64, b: f64) -> bool {
 
 #[test]
 fn densities_match_hand_computed_values() {
+    let _generator = generator();
     let one = |v: f64| arr(&[v], &[1]);
     let cases: [(&str, Vec<NDArray>, f64); 8] = [
         // 1/(2√(2π))·e^(-1/8)
@@ -265,6 +276,7 @@ fn densities_match_hand_computed_values() {
 
 #[test]
 fn densities_broadcast_parameters_over_samples() {
+    let _generator = generator();
     let mu = arr(&[0.0, 1.0], &[2]);
     let sigma = arr(&[1.0, 2.0], &[2]);
     let x = arr(&[0.0, 1.0, 1.0, 3.0], &[2, 2]);
@@ -286,6 +298,7 @@ fn densities_broadcast_parameters_over_samples() {
 
 #[test]
 fn digamma_matches_known_values() {
+    let _generator = generator();
     assert!((digamma(1.0) + 0.577_215_664_901_532_9).abs() < 1e-12);
     assert!((digamma(0.5) + 1.963_510_026_021_423_5).abs() < 1e-12);
     assert!((digamma(10.0) - 2.251_752_589_066_721).abs() < 1e-12);
@@ -293,6 +306,7 @@ fn digamma_matches_known_values() {
 
 #[test]
 fn density_gradients_pass_the_op_checker() {
+    let _generator = generator();
     let s = arr(&[0.3, 1.2, 0.8, 2.5, 1.7, 0.4], &[2, 3]);
     let two = |a: f64, b: f64| arr(&[a, b], &[2]);
     for is_log in [false, true] {
@@ -318,6 +332,7 @@ fn density_gradients_pass_the_op_checker() {
 
 #[test]
 fn invalid_parameters_name_the_operator_and_argument() {
+    let _generator = generator();
     type Case = (&'static str, Vec<(&'static str, AttrValue)>, &'static str);
     let cases: [Case; 7] = [
         ("_random_normal", vec![("scale", (-1.0).into())], "`scale`"),
