@@ -3,19 +3,32 @@
 //! `_contrib_ROIAlign`, all on channel-first 4-D data (batch, channel,
 //! height, width), with backward kernels for the data.
 //!
+//! `GridGenerator`, `BilinearSampler` and `SpatialTransformer` make and
+//! read sampling grids of normalized coordinates (spatial transformer
+//! networks), with gradients for the data, the grid and the affine matrices.
+//!
 //! The region operators take `rois` of shape (R, 5), one row
 //! `[batch_index, x1, y1, x2, y2]` per region; as in MXNet they pass no
 //! gradient to `rois` (a requested one is zero).
 
+mod bilinear_kernel;
 mod bilinear_resize;
+mod bilinear_sampler;
+mod grid_generator;
 mod roi_align;
 mod roi_pooling;
+mod sampling_grid;
+mod spatial_transformer;
 mod upsampling;
 
 #[cfg(test)]
 mod mx_values;
 #[cfg(test)]
 mod roi_tests;
+#[cfg(test)]
+mod stn_mx_values;
+#[cfg(test)]
+mod stn_tests;
 #[cfg(test)]
 mod tests;
 
@@ -31,6 +44,9 @@ pub(crate) fn register() {
     bilinear_resize::register();
     roi_pooling::register();
     roi_align::register();
+    grid_generator::register();
+    bilinear_sampler::register();
+    spatial_transformer::register();
 }
 
 /// `v` in the compute type `C` (0 where it does not fit).
@@ -177,6 +193,34 @@ fn batch_index(v: f64, n: usize) -> Option<usize> {
 fn zero_second_grad(req: &[Req], grads: &[NDArray]) -> Result<()> {
     if let (Some(g), Some(Req::Write | Req::Inplace)) = (grads.get(1), req.get(1)) {
         g.assign_from(&NDArray::zeros(g.shape(), g.dtype(), g.device())?)?;
+    }
+    Ok(())
+}
+
+/// Dtype inference of operators whose inputs (named `names`) and outputs
+/// share one floating-point dtype: the first known one fills the others; a
+/// different one is an error naming the input.
+fn infer_float_type(
+    op: &str,
+    names: &[&str],
+    ins: &mut [Option<DType>],
+    outs: &mut [Option<DType>],
+) -> Result<()> {
+    let Some(dt) = ins.iter().chain(outs.iter()).flatten().copied().next() else { return Ok(()) };
+    if !dt.is_float() {
+        return Err(Error::DType(format!("{op}: expected a floating-point dtype, got {dt}")));
+    }
+    let named = ins.iter_mut().enumerate().map(|(i, s)| (s, names.get(i).copied().unwrap_or("input")));
+    for (slot, what) in named.chain(outs.iter_mut().map(|s| (s, "the output"))) {
+        match slot {
+            Some(have) if *have != dt => {
+                return Err(Error::DType(format!(
+                    "{op}: {} must share one dtype, got {what} of dtype {have} with {dt}",
+                    names.join(", ")
+                )))
+            }
+            _ => *slot = Some(dt),
+        }
     }
     Ok(())
 }
