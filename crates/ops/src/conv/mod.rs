@@ -7,6 +7,7 @@
 //! ([`layout`]) are shared with the pooling family.
 
 mod convolution;
+mod correlation;
 mod deconv_params;
 mod deconvolution;
 mod depthwise;
@@ -29,6 +30,7 @@ mod tests;
 /// Registers this module's operators.
 pub(crate) fn register() {
     convolution::register();
+    correlation::register();
     deconvolution::register();
     im2col_op::register();
 }
