@@ -8,6 +8,7 @@
 //!   as operators.
 
 mod finite;
+mod interleaved;
 mod scaling;
 #[cfg(test)]
 mod tests;
@@ -15,5 +16,6 @@ mod tests;
 /// Registers this module's operators.
 pub(crate) fn register() {
     finite::register();
+    interleaved::register();
     scaling::register();
 }
