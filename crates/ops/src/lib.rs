@@ -49,6 +49,7 @@
 //! | [`contrib`] | checks and small `contrib` maths: `all_finite`, `multi_all_finite`, `contrib.allclose`, `contrib.div_sqrt_dim`, `contrib.quadratic` |
 //! | [`sequence`] | `SequenceMask`, `SequenceReverse`, `SequenceLast` over (time, batch, ...) with optional lengths |
 //! | [`stats`] | statistics of values: `moments`, `_histogram` |
+//! | [`image`] | `mx.nd.image` operators: `image.normalize` |
 //! | [`kernels`] | shared kernels: matrix products, SIMD maths |
 //!
 //! Families to come take folders of their own beside these (`rnn`),
@@ -61,6 +62,7 @@ pub mod conv;
 pub mod create;
 #[cfg(feature = "cuda")]
 pub mod gpu;
+pub mod image;
 pub mod indexing;
 pub mod kernels;
 pub mod linalg;
@@ -99,6 +101,7 @@ fn register() {
     create::register();
     resize::register();
     contrib::register();
+    image::register();
     stats::register();
     sequence::register();
     // last: it adds GPU kernels to the operators registered above

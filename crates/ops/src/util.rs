@@ -29,3 +29,28 @@ pub fn call_into(name: &str, inputs: &[&NDArray], attrs: &[(&str, AttrValue)], o
     let parsed = op.parse_attrs(attrs)?;
     oxnet_core::invoke_into(&op, inputs, &parsed, std::slice::from_ref(out), &[Req::Write])
 }
+
+/// Parses a tuple of floats as Python writes it: `(0.1, 0.2)`, `[0.1,0.2]`,
+/// `0.1`, also `[np.float64(0.1), ...]`.
+pub(crate) fn parse_floats(name: &str, text: &str) -> Result<Vec<f64>> {
+    let t = text.trim();
+    let inner = if (t.starts_with('(') && t.ends_with(')')) || (t.starts_with('[') && t.ends_with(']')) {
+        &t[1..t.len() - 1]
+    } else {
+        t
+    };
+    inner
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            // numpy scalars print as `np.float64(0.1)`
+            let bare = match (p.find('('), p.strip_suffix(')')) {
+                (Some(open), Some(body)) => &body[open + 1..],
+                _ => p,
+            };
+            bare.parse::<f64>()
+                .map_err(|_| Error::attr(name, format!("expected a tuple of numbers, got `{text}`")))
+        })
+        .collect()
+}

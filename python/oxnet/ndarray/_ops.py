@@ -46,17 +46,16 @@ def keep(names):
     _RESERVED.update(names)
 
 
-_CONTRIB = "_contrib_"
-_LINALG = "_linalg_"
+# operators named PREFIX + NAME also go into a submodule as NAME
+SUBMODULES = {"_contrib_": "contrib", "_linalg_": "linalg", "_image_": "image"}
 
 
 def refresh(namespace):
     """Adds (or replaces) a function in ``namespace`` for every registry
-    operator; one named ``_contrib_NAME`` (``_linalg_NAME``) also goes into
-    the ``contrib`` (``linalg``) module of ``namespace`` (when it has one) as
-    ``NAME``, and one named ``_NAME`` into its ``_internal`` module."""
-    contrib = namespace.get("contrib")
-    linalg = namespace.get("linalg")
+    operator; one named ``_contrib_NAME`` (``_linalg_NAME``, ``_image_NAME``)
+    also goes into the ``contrib`` (``linalg``, ``image``) module of
+    ``namespace`` (when it has one) as ``NAME``, and one named ``_NAME`` into
+    its ``_internal`` module."""
     internal = namespace.get("_internal")
     for name, aliases, doc, arguments, attrs, variadic in _oxnet.list_ops():
         handle = _oxnet.op_handle(name)
@@ -67,7 +66,12 @@ def refresh(namespace):
             namespace[n] = _make(n, handle, docstring)
             if internal is not None and n.startswith("_"):
                 setattr(internal, n, namespace[n])
-            if contrib is not None and n.startswith(_CONTRIB):
-                setattr(contrib, n[len(_CONTRIB):], namespace[n])
-            if linalg is not None and n.startswith(_LINALG):
-                setattr(linalg, n[len(_LINALG):], namespace[n])
+            add_to_submodule(namespace, n, namespace[n])
+
+
+def add_to_submodule(namespace, name, function):
+    """Puts ``function`` into the submodule of ``namespace`` its ``name``'s
+    prefix names (see ``SUBMODULES``), without the prefix."""
+    for prefix, module in SUBMODULES.items():
+        if name.startswith(prefix) and namespace.get(module) is not None:
+            setattr(namespace[module], name[len(prefix):], function)

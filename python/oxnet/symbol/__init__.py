@@ -14,7 +14,7 @@ library) is generated here, as in ``mx.nd``.
 
 from .symbol import Symbol, var, Variable, Group, load, load_json, fromjson, trace
 from ._ops import refresh as _refresh_ops
-from . import contrib, linalg, _internal, random
+from . import contrib, image, linalg, _internal, random
 from ._fill import zeros, ones, full, arange
 
 __all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson", "trace",

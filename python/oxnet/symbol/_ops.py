@@ -6,7 +6,7 @@ keywords (any value; turned into MXNet's string form), ``name=`` and
 """
 
 from .. import _oxnet
-from ..ndarray._ops import _CONTRIB, _LINALG, _docstring
+from ..ndarray._ops import _docstring, add_to_submodule
 
 _RESERVED = {"var", "Variable", "Group", "load", "load_json", "fromjson", "Symbol", "trace", "contrib"}
 
@@ -63,11 +63,10 @@ def keep(names):
 
 def refresh(namespace):
     """Adds (or replaces) a function in ``namespace`` for every registry
-    operator; one named ``_contrib_NAME`` (``_linalg_NAME``) also goes into
-    the ``contrib`` (``linalg``) module of ``namespace`` (when it has one) as
-    ``NAME``, and one named ``_NAME`` into its ``_internal`` module."""
-    contrib = namespace.get("contrib")
-    linalg = namespace.get("linalg")
+    operator; one named ``_contrib_NAME`` (``_linalg_NAME``, ``_image_NAME``)
+    also goes into the ``contrib`` (``linalg``, ``image``) module of
+    ``namespace`` (when it has one) as ``NAME``, and one named ``_NAME`` into
+    its ``_internal`` module."""
     internal = namespace.get("_internal")
     for name, aliases, doc, arguments, attrs, variadic in _oxnet.list_ops():
         docstring = _docstring(name, aliases, doc, arguments, attrs, variadic).replace("NDArray", "Symbol")
@@ -81,7 +80,4 @@ def refresh(namespace):
             namespace[n] = f
             if internal is not None and n.startswith("_"):
                 setattr(internal, n, f)
-            if contrib is not None and n.startswith(_CONTRIB):
-                setattr(contrib, n[len(_CONTRIB):], f)
-            if linalg is not None and n.startswith(_LINALG):
-                setattr(linalg, n[len(_LINALG):], f)
+            add_to_submodule(namespace, n, f)

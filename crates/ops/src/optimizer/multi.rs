@@ -11,6 +11,7 @@
 
 use super::sgd::{run, Momentum, Sgd};
 use super::{clip_attr, rescale_attr};
+use crate::util::parse_floats;
 use oxnet_core::attrs::Attrs;
 use oxnet_core::shape::Shape;
 use oxnet_core::{registry, AttrKind, AttrSpec, DType, Error, NDArray, OpContext, OpDef, Result};
@@ -20,31 +21,6 @@ use std::sync::Arc;
 pub(crate) struct PerWeight {
     pub(crate) lrs: Vec<f64>,
     pub(crate) wds: Vec<f64>,
-}
-
-/// Parses a tuple of floats as Python writes it: `(0.1, 0.2)`, `[0.1,0.2]`,
-/// `0.1`, also `[np.float64(0.1), ...]`.
-fn parse_floats(name: &str, text: &str) -> Result<Vec<f64>> {
-    let t = text.trim();
-    let inner = if (t.starts_with('(') && t.ends_with(')')) || (t.starts_with('[') && t.ends_with(']')) {
-        &t[1..t.len() - 1]
-    } else {
-        t
-    };
-    inner
-        .split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            // numpy scalars print as `np.float64(0.1)`
-            let bare = match (p.find('('), p.strip_suffix(')')) {
-                (Some(open), Some(body)) => &body[open + 1..],
-                _ => p,
-            };
-            bare.parse::<f64>()
-                .map_err(|_| Error::attr(name, format!("expected a tuple of numbers, got `{text}`")))
-        })
-        .collect()
 }
 
 fn num_weights(attrs: &Attrs) -> Result<usize> {
@@ -234,7 +210,7 @@ pub(super) fn register() {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_floats;
+    use crate::util::parse_floats;
 
     #[test]
     fn float_tuples_parse_as_python_prints_them() {

@@ -13,6 +13,7 @@ mod join;
 mod reshape;
 
 pub(crate) use reshape::lhs_dtype;
+mod amp_cast;
 mod broadcast_axis;
 mod depth_to_space;
 mod diag;
@@ -44,6 +45,7 @@ pub(crate) fn register() {
     tile::register();
     depth_to_space::register();
     diag::register();
+    amp_cast::register();
 }
 
 /// Fills an inferred shape slot, or checks it against what it already holds.
