@@ -14,6 +14,7 @@ own type and message, prefixed with the operator's name.
 gradients (``def_grad``).
 """
 
+import collections
 import functools
 import inspect
 import itertools
@@ -22,8 +23,10 @@ import numpy as np
 
 from . import _oxnet
 from .base import MXNetError
+from ._python_op import NDArrayOp, NumpyOp, PythonOp
 
-__all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators", "customop"]
+__all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators", "get_operator_arguments",
+           "OperatorArguments", "customop", "PythonOp", "NumpyOp", "NDArrayOp"]
 
 
 class CustomOp:
@@ -124,8 +127,52 @@ def register(reg_name):
 
 
 def get_all_registered_operators():
-    """Names of the registered custom operators."""
-    return _oxnet.registered_props()
+    """Names (and aliases) of every registered operator, as MXNet 1.9.1
+    lists them; oxnet adds the ``op_type`` names of registered custom
+    operators."""
+    names = {n for row in _oxnet.list_ops() for n in [row[0], *row[1]]}
+    return sorted(names | set(_oxnet.registered_props()))
+
+
+OperatorArguments = collections.namedtuple("OperatorArguments", ["narg", "names", "types"])
+
+_DTYPE_CHOICES = ["bfloat16", "bool", "float16", "float32", "float64", "int32", "int64", "int8", "uint8"]
+_KIND_NAMES = {"tuple of int": "Shape(tuple)", "tuple of int or None": "Shape or None"}
+
+
+def _type_string(kind, default):
+    """An attribute's type as MXNet 1.9.1's operator info writes it:
+    ``"float, optional, default=0.5"``, ``"{'a', 'b'}, required"``."""
+    enum = None
+    if kind.startswith("one of {"):
+        enum = sorted(c.strip() for c in kind[len("one of {"):-1].split(","))
+    elif kind == "dtype":
+        enum = _DTYPE_CHOICES
+    if enum is not None:
+        head = "{" + ", ".join(f"'{c}'" for c in enum) + "}"
+        return f"{head}, required" if default is None else f"{head},optional, default='{default}'"
+    head = _KIND_NAMES.get(kind, kind)
+    if default is None:
+        return f"{head}, required"
+    if kind == "boolean":
+        default = int(default in ("True", "true", "1"))
+    elif kind.startswith("tuple of int") and default == "()":
+        default = "[]"
+    return f"{head}, optional, default={default}"
+
+
+def get_operator_arguments(op_name):
+    """``OperatorArguments(narg, names, types)`` of a registered operator:
+    its array inputs (``NDArray-or-Symbol``) then its attributes, with the
+    type strings of MXNet 1.9.1's operator info."""
+    for name, aliases, _doc, arguments, attrs, variadic in _oxnet.list_ops():
+        if op_name == name or op_name in aliases:
+            inputs = ["data"] if variadic else list(arguments)
+            names = inputs + [a[0] for a in attrs]
+            inputs = ["NDArray-or-Symbol[]" if variadic else "NDArray-or-Symbol"] * len(inputs)
+            types = inputs + [_type_string(kind, default) for _n, kind, default, _d in attrs]
+            return OperatorArguments(len(names), names, types)
+    raise MXNetError(f"get_operator_arguments: no operator named {op_name!r}")
 
 
 _function_ids = itertools.count()

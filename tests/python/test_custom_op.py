@@ -264,6 +264,8 @@ def test_reference_failure_cases_raise_at_the_call_site(forward, exc, pattern):
         nd.Custom(x, op_type=name)
     if exc is AssertionError:
         assert isinstance(info.value.__cause__, AssertionError)  # the original, with its traceback
+        # ... and, as MXNet raised MXNetError for it, that too
+        assert isinstance(info.value, mx.MXNetError) and type(info.value).__name__ == "AssertionError"
     # the engine and the operator stay usable
     np.testing.assert_allclose(nd.Custom(x, op_type="sigmoid").asnumpy(), np.full((2, 3), 1 / (1 + np.e ** -1)), rtol=1e-6)
     with pytest.raises(exc):
@@ -408,3 +410,57 @@ def test_backward_sees_req_add_for_a_variable_with_grad_req_add():
     z.backward()
     assert seen[-1] == "write"
     np.testing.assert_allclose(w.grad.asnumpy(), [6.0])
+
+
+def test_deprecated_numpy_op_and_ndarray_op_run_as_custom_operators():
+    x_sym = mx.sym.Variable("X")
+    # the defaults copy forward and give ones backward, as MXNet 1.9.1's
+    with pytest.warns(DeprecationWarning):
+        default = mx.operator.NumpyOp()
+    y = default.get_symbol(x_sym, name="numpy_op")
+    x, dx = nd.ones(10) * 10, nd.zeros(10)
+    exe = y.bind(mx.cpu(), args=[x], args_grad={"X": dx})
+    exe.forward(is_train=True)
+    exe.backward(nd.ones(10) * 3)
+    assert (exe.outputs[0].asnumpy() == 10).all() and (dx.asnumpy() == 1).all()
+
+    class Square(mx.operator.NumpyOp):
+        def forward(self, in_data, out_data):
+            out_data[0][:] = in_data[0] ** 2
+
+        def backward(self, out_grad, in_data, out_data, in_grad):
+            in_grad[0][:] = 2 * in_data[0] * out_grad[0]
+
+    class Scale(mx.operator.NDArrayOp):
+        def list_arguments(self):
+            return ["a", "b"]
+
+        def forward(self, in_data, out_data):
+            out_data[0][:] = in_data[0] * in_data[1]
+
+        def backward(self, out_grad, in_data, out_data, in_grad):
+            in_grad[0][:] = in_data[1] * out_grad[0]
+            in_grad[1][:] = in_data[0] * out_grad[0]
+
+    a = np.random.default_rng(0).normal(size=(3, 4))
+    b = np.random.default_rng(1).normal(size=(3, 4))
+    with pytest.warns(DeprecationWarning):
+        square, scale = Square(), Scale()
+    net = scale(square(mx.sym.Variable("a")), mx.sym.Variable("b"))
+    mx.test_utils.check_symbolic_forward(net, [a, b], [a * a * b], rtol=1e-5)
+    mx.test_utils.check_numeric_gradient(net, [a, b], rtol=1e-4, atol=1e-6)
+
+
+def test_operator_introspection():
+    names = mx.operator.get_all_registered_operators()
+    assert {"Activation", "FullyConnected", "Custom"} <= set(names)
+    info = mx.operator.get_operator_arguments("Activation")
+    # the strings of MXNet 1.9.1's operator info
+    assert info == mx.operator.OperatorArguments(
+        2, ["data", "act_type"], ["NDArray-or-Symbol", "{'relu', 'sigmoid', 'softrelu', 'softsign', 'tanh'}, required"])
+    dropout = mx.operator.get_operator_arguments("Dropout")
+    assert dropout.types[1:3] == ["float, optional, default=0.5", "{'always', 'training'},optional, default='training'"]
+    concat = mx.operator.get_operator_arguments("Concat")
+    assert concat.names[:2] == ["data", "num_args"] and concat.types[0] == "NDArray-or-Symbol[]"
+    with pytest.raises(mx.MXNetError, match="no operator named 'NoSuchOp'"):
+        mx.operator.get_operator_arguments("NoSuchOp")

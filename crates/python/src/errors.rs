@@ -1,7 +1,8 @@
 //! Engine errors as Python exceptions.
 //!
 //! An error that started as a Python exception (raised inside a custom
-//! operator's hook) comes back as an exception of the same type, its message
+//! operator's hook) comes back as an exception of the same type (and of
+//! `MXNetError`, which MXNet raised for it), its message
 //! prefixed with the operator that raised it and its `__cause__` the original
 //! exception (whose traceback points into the user's code). An error whose
 //! message starts with `IndexError: ` (as MXNet's) becomes `IndexError`;
@@ -10,7 +11,7 @@
 use oxnet_core::Error;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyDict, PyTuple, PyType};
 
 pyo3::create_exception!(
     oxnet.base,
@@ -78,7 +79,7 @@ fn rethrow_with_context(py: Python<'_>, original: &PyErr, err: &Error) -> PyErr 
     } else {
         format!("in operator {}: {text}", ops.join(" <- "))
     };
-    let ty = original.get_type(py);
+    let ty = operator_error_type(py, original.get_type(py));
     match PyTuple::new(py, [message]).and_then(|args| ty.call1(args)) {
         Ok(new_value) => {
             let new_err = PyErr::from_value(new_value);
@@ -87,6 +88,34 @@ fn rethrow_with_context(py: Python<'_>, original: &PyErr, err: &Error) -> PyErr 
         }
         Err(_) => original,
     }
+}
+
+/// The class an exception raised inside an operator comes back as: its own
+/// class and `MXNetError` both (a subclass of the two, made once per class
+/// and named like the original), so that `except ValueError` and MXNet's
+/// `except MXNetError` both catch it. The original class when it already is
+/// an `MXNetError` or cannot be combined with one.
+fn operator_error_type<'py>(py: Python<'py>, ty: Bound<'py, PyType>) -> Bound<'py, PyAny> {
+    static COMBINED: pyo3::sync::PyOnceLock<Py<PyDict>> = pyo3::sync::PyOnceLock::new();
+    let mxnet_error = py.get_type::<MXNetError>();
+    if ty.is_subclass(&mxnet_error).unwrap_or(true) {
+        return ty.into_any();
+    }
+    let cache = COMBINED.get_or_init(py, || PyDict::new(py).unbind()).bind(py);
+    if let Ok(Some(known)) = cache.get_item(&ty) {
+        return known;
+    }
+    let combined = (|| {
+        let name = ty.getattr("__name__")?;
+        let namespace = PyDict::new(py);
+        namespace.set_item("__module__", ty.getattr("__module__")?)?;
+        namespace.set_item("__qualname__", ty.getattr("__qualname__")?)?;
+        let bases = PyTuple::new(py, [ty.clone().into_any(), mxnet_error.into_any()])?;
+        py.get_type::<PyType>().call1((name, bases, namespace))
+    })()
+    .unwrap_or_else(|_| ty.clone().into_any()); // an instance-layout conflict
+    let _ = cache.set_item(&ty, &combined);
+    combined
 }
 
 /// `Result<T, oxnet_core::Error>` into `PyResult<T>`.
