@@ -85,18 +85,23 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
     reqs = grad_req if isinstance(grad_req, dict) else {n: grad_req for n in names}
     if isinstance(grad_req, (list, tuple)):
         reqs = dict(zip(names, grad_req))
+    # dtype "asnumpy" (as MXNet's): each gradient takes its argument's
+    # dtype and each head gradient keeps its own
+    keep = isinstance(dtype, str) and dtype == "asnumpy"
+    arg_dtype = {n: args[n].dtype if keep else np.dtype(dtype) for n in names}
     rng = np.random.default_rng(0)
-    start = {n: rng.normal(size=args[n].shape).astype(dtype) if reqs.get(n) == "add"
-             else np.zeros(args[n].shape, dtype=dtype) for n in names}
+    start = {n: rng.normal(size=args[n].shape).astype(arg_dtype[n]) if reqs.get(n) == "add"
+             else np.zeros(args[n].shape, dtype=arg_dtype[n]) for n in names}
     ctx = ctx or default_context()
-    grads = {n: array(start[n], ctx=ctx, dtype=dtype) for n in names if reqs.get(n, "null") != "null"}
+    grads = {n: array(start[n], ctx=ctx, dtype=arg_dtype[n]) for n in names if reqs.get(n, "null") != "null"}
     exe, _ = _bind(sym, ctx, args, _aux_dict(sym, aux_states), grad_req=reqs, dtype=dtype, grads=grads)
     exe.forward(is_train=True)
     if isinstance(out_grads, dict):
         out_grads = [out_grads[n] for n in sym.list_outputs()]
     elif out_grads is not None and not isinstance(out_grads, (list, tuple)):
         out_grads = [out_grads]
-    exe.backward(None if out_grads is None else [array(_np(g).astype(dtype), ctx=ctx, dtype=dtype) for g in out_grads])
+    head = [_np(g) if keep else _np(g).astype(dtype) for g in out_grads or []]
+    exe.backward(None if out_grads is None else [array(g, ctx=ctx, dtype=g.dtype) for g in head])
     got = {n: g.asnumpy() for n, g in grads.items()}
     for n, want in expected.items():
         if reqs.get(n, "null") == "null":

@@ -45,9 +45,7 @@ class Executor:
         elif isinstance(out_grads, dict):
             grads = [out_grads.get(n) for n in self._h.output_names()]
         else:
-            # MXNet 1.9.1 reads one gradient per output and ignores any
-            # beyond (its own tests pass LeakyReLU's prelu two); so does oxnet
-            grads = list(out_grads)[: len(self._h.output_names())]
+            grads = list(out_grads)
         self._h.backward(grads)
 
     @property

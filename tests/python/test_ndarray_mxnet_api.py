@@ -110,3 +110,32 @@ def test_contrib_float_class_checks():
     assert nd.contrib.isfinite(x).asnumpy().tolist() == [1, 0, 0, 0]
     assert nd.crop(nd.arange(5), begin=(1,), end=(3,)).asnumpy().tolist() == [1, 2]
     assert nd.choose_element_0index(nd.array([[1, 2], [3, 4]]), nd.array([1, 0])).asnumpy().tolist() == [2, 3]
+
+
+def test_legacy_shape_semantics_refuse_scalars_and_zero_extents():
+    # outside mx.np_shape(), MXNet 1.x reads () and 0 as unknown
+    for make in (nd.zeros, nd.ones):
+        with pytest.raises(mx.MXNetError, match="np_shape"):
+            make(shape=())
+        with pytest.raises(mx.MXNetError, match="np_shape"):
+            make(shape=(0, 1, 3, 0))
+    with pytest.raises(mx.MXNetError, match="reps"):
+        nd.tile(nd.ones((2, 2)), (1, 0, 3))
+    with mx.np_shape():
+        assert nd.ones(shape=()).asnumpy() == 1.0
+        assert nd.zeros((0, 1, 0, 4)).shape == (0, 1, 0, 4)
+        assert nd.tile(nd.ones((2, 2)), (1, 0, 3)).shape == (1, 0, 6)
+    np.testing.assert_array_equal(nd.tile(nd.array([1, 2]), (2,)).asnumpy(), [1, 2, 1, 2])
+
+
+def test_integer_ranges_and_casts_follow_mxnet_and_numpy():
+    # an integer range takes start and step cast to the dtype (MXNet 1.9.1)
+    np.testing.assert_array_equal(nd.arange(1.3, 456.6, 1.3, dtype="int32").asnumpy()[-3:], [349, 350, 351])
+    np.testing.assert_array_equal(nd.arange(50, -50, -2, dtype="uint8").asnumpy(),
+                                  np.arange(50, -50, -2, dtype=np.uint8))
+    sym_range = mx.sym.arange(1.3, 10, 1.3, dtype="int32").bind(mx.cpu(), args={}).forward()[0]
+    np.testing.assert_array_equal(sym_range.asnumpy(), np.arange(1, 8))
+    # integer casts wrap, as numpy's astype and C's casts
+    wide = nd.array([-48, 300, 2 ** 31], dtype="int64")
+    np.testing.assert_array_equal(wide.astype("uint8").asnumpy(), np.array([-48, 300, 2 ** 31]).astype(np.uint8))
+    np.testing.assert_array_equal(wide.astype("int32").asnumpy(), np.array([-48, 300, 2 ** 31]).astype(np.int32))

@@ -44,3 +44,39 @@ def test_internal_holds_the_underscore_operators():
     assert arg == [(2, 3), (2, 3)] and out == [(2, 3)]
     x = mx.nd.array([[1.0, 2.0]])
     assert mx.nd._internal._plus(x, x).asnumpy().tolist() == [[2.0, 4.0]]
+
+
+def test_slice_keeps_unknown_extents_unknown():
+    # MXNet 1.9.1's answers (test_operator's test_slice_partial_infer)
+    data = mx.sym.var("data", shape=(0, 20))
+    assert mx.sym.slice(data, begin=(None, 3), end=(5, 10)).infer_shape_partial()[1] == [(0, 7)]
+    assert mx.sym.slice(data, begin=(2, 3), end=(None, 10), step=(3, 3)).infer_shape_partial()[1] == [(0, 3)]
+    data = mx.sym.var("data", shape=(10, 0))
+    assert mx.sym.slice_axis(data, axis=0, begin=0, end=5).infer_shape_partial()[1] == [(5, 0)]
+    with mx.np_shape():
+        data = mx.sym.var("data", shape=(-1, 20))
+        assert mx.sym.slice(data, begin=(None, None), end=(None, 10), step=(None, 2)).infer_shape_partial()[1] \
+            == [(-1, 5)]
+
+
+def test_reshape_learns_a_held_out_extent_from_its_consumer():
+    data = mx.sym.var("data")
+    net = mx.sym.elemwise_add(data.reshape((0, -1)), mx.sym.ones(shape=(2, 75)))
+    arg, out, _ = net.infer_shape(data=(0, 3, 5, 5))
+    assert arg == [(2, 3, 5, 5)] and out == [(2, 75)]
+    # the deprecated target_shape: one 0 extent is inferred
+    old = mx.sym.load_json(mx.sym.Reshape(data, target_shape=(2, 0)).tojson())
+    assert old.infer_shape(data=(2, 3, 5, 5))[1] == [(2, 75)]
+    assert mx.sym.Reshape(data, target_shape=(7, 0), keep_highest=True).infer_shape(data=(2, 3, 5))[1] == [(2, 15)]
+
+
+def test_constant_of_unknown_extents_takes_them_from_its_consumers():
+    # MXNet 1.9.1: test_transpose_infer_shape_back / _mixed
+    t = mx.sym.transpose(mx.sym.ones(shape=[-1, -1]))
+    y = (mx.sym.ones(shape=[2, 3]) + t).bind(mx.cpu(), args={}).forward()[0]
+    assert y.shape == (2, 3) and (y.asnumpy() == 2).all()
+    t = mx.sym.transpose(mx.sym.ones(shape=[3, -1]))
+    assert (mx.sym.ones(shape=[2, -1]) + t).bind(mx.cpu(), args={}).forward()[0].shape == (2, 3)
+    # alone, nothing can say what the extent is
+    with pytest.raises(mx.MXNetError, match="incomplete|unknown"):
+        mx.sym.ones(shape=[-1, 2]).bind(mx.cpu(), args={})

@@ -133,6 +133,11 @@ macro_rules! impl_element_num {
     (@add $a:expr, $b:expr, f32) => { $a + $b };
     (@add $a:expr, $b:expr, f64) => { $a + $b };
     (@add $a:expr, $b:expr, $t:ty) => { $a.wrapping_add($b) };
+    (@from $v:expr, f32) => { $v as f32 };
+    (@from $v:expr, f64) => { $v };
+    (@from $v:expr, i64) => { $v as i64 };
+    // as C's and numpy's casts: truncate toward zero, then wrap to the width
+    (@from $v:expr, $t:ty) => { ($v as i64) as $t };
     ($t:tt, $dt:expr) => {
         impl Element for $t {
             const DTYPE: DType = $dt;
@@ -142,7 +147,7 @@ macro_rules! impl_element_num {
             }
             #[inline(always)]
             fn from_f64(v: f64) -> Self {
-                v as $t
+                impl_element_num!(@from v, $t)
             }
             #[inline(always)]
             fn zero() -> Self {
@@ -417,7 +422,13 @@ mod tests {
         assert_eq!(f16::from_f64(1.5).to_f64(), 1.5);
         assert_eq!(<bf16 as Element>::from_f64(2.0).to_f64(), 2.0);
         assert!(<bool as Element>::from_f64(3.0));
-        assert_eq!(<i8 as Element>::from_f64(300.0), 127);
+        // integer conversions truncate and wrap, as C's casts (and so
+        // MXNet's `cast`) and numpy's `astype` do
+        assert_eq!(<i8 as Element>::from_f64(300.0), 44);
+        assert_eq!(<u8 as Element>::from_f64(-48.0), 208);
+        assert_eq!(<u8 as Element>::from_f64(2.9), 2);
+        assert_eq!(<i32 as Element>::from_f64(-2.9), -2);
+        assert_eq!(<i32 as Element>::from_f64(2147483648.0), i32::MIN);
         assert_eq!(DType::BF16.size(), 2);
     }
 }

@@ -10,7 +10,7 @@ reference's names and keyword attributes::
 from .. import _oxnet
 from ..base import MXNetError
 from .._oxnet import NDArray
-from . import contrib, linalg, random, _internal
+from . import contrib, image, linalg, random, _internal
 from ._helpers import concatenate, eye, from_numpy, linspace, moveaxis, onehot_encode
 from ._helpers import from_dlpack, to_dlpack_for_read, to_dlpack_for_write
 from ._helpers import histogram
@@ -31,8 +31,21 @@ def array(source_array, ctx=None, dtype=None):
     return _oxnet.array(source_array, ctx, dtype)
 
 
+def _known_shape(op, shape, what="shape"):
+    """MXNet 1.x's legacy shape semantics: outside ``mx.np_shape()`` an
+    empty shape or a zero extent means "unknown", so creating an array of
+    it is an error (inside, they are a scalar and a zero-size axis)."""
+    from ..util import is_np_shape  # pylint: disable=import-outside-toplevel
+
+    dims = (shape,) if isinstance(shape, int) else tuple(shape)
+    if not is_np_shape() and (not dims or 0 in dims):
+        raise MXNetError(f"{op}: {what} {dims} is unknown under MXNet 1.x's shape semantics (an empty shape "
+                         "or a zero extent); use `with mx.np_shape():` for scalars and zero-size arrays")
+
+
 def full(shape, val, ctx=None, dtype=None, out=None):
     """An array of ``shape`` filled with ``val`` (float32 by default)."""
+    _known_shape("full", shape)
     result = _oxnet.full(shape, float(val), ctx, dtype)
     if out is not None:
         out[:] = result
@@ -42,11 +55,13 @@ def full(shape, val, ctx=None, dtype=None, out=None):
 
 def zeros(shape, ctx=None, dtype=None, **kwargs):
     """An array of zeros (float32 by default); with ``out=``, fills that array."""
+    _known_shape("zeros", shape)
     return full(shape, 0.0, ctx, dtype, out=kwargs.get("out"))
 
 
 def ones(shape, ctx=None, dtype=None, **kwargs):
     """An array of ones (float32 by default); with ``out=``, fills that array."""
+    _known_shape("ones", shape)
     return full(shape, 1.0, ctx, dtype, out=kwargs.get("out"))
 
 
@@ -75,7 +90,14 @@ normal = random.normal
 random_uniform = random.uniform
 random_normal = random.normal
 
-_keep_ops(["eye", "linspace", "concatenate", "moveaxis", "onehot_encode", "from_numpy",
+def tile(data, reps, out=None, **kwargs):
+    """``data`` repeated ``reps`` times along each axis (numpy's ``tile``);
+    a zero repeat needs ``mx.np_shape()``, as in MXNet 1.x."""
+    _known_shape("tile", (1,) + tuple(reps), "reps")
+    return invoke("tile", data, reps=reps, **kwargs, **({} if out is None else {"out": out}))
+
+
+_keep_ops(["tile", "eye", "linspace", "concatenate", "moveaxis", "onehot_encode", "from_numpy",
            "from_dlpack", "to_dlpack_for_read", "to_dlpack_for_write",
            "uniform", "normal", "random_uniform", "random_normal"])
 _refresh_ops(globals())

@@ -94,6 +94,9 @@ impl NDArray {
         }
         let n = ((stop - start) / step).ceil().max(0.0) as usize;
         let a = NDArray::empty(&[n], dtype, Device::Cpu)?;
+        // as MXNet 1.9.1: an integer dtype takes start and step cast to it
+        // (1.3 steps of an int32 range are steps of 1)
+        let (start, step) = if dtype.is_float() { (start, step) } else { (start.trunc(), step.trunc()) };
         crate::with_dtype!(dtype, T => {
             for (i, v) in a.as_mut_slice::<T>()?.iter_mut().enumerate() {
                 *v = T::from_f64(start + step * i as f64);

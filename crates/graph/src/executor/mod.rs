@@ -232,7 +232,7 @@ impl Executor {
     /// MXNet: after a predict-mode forward, Dropout's mask is all ones and
     /// its gradient passes through): the gradient
     /// flowing into each output is `out_grads[i]` (ones where none is
-    /// given), and each argument's gradient is stored under its request
+    /// given; gradients beyond the outputs are ignored), and each argument's gradient is stored under its request
     /// (a `write` gradient that a single backward step overwrites whole, and
     /// nothing else reads, is written by that step straight into the bound
     /// array when the array is contiguous and shares memory with no input).
@@ -280,7 +280,9 @@ impl Executor {
         if self.backward_steps.is_empty() && self.grad_entries.iter().all(Option::is_none) {
             return Ok(None); // every grad_req is null
         }
-        if !out_grads.is_empty() && out_grads.len() != self.outputs.len() {
+        // as MXNet 1.9.1: one gradient per output is read and any beyond
+        // the outputs are ignored (its tests pass LeakyReLU's prelu two)
+        if !out_grads.is_empty() && out_grads.len() < self.outputs.len() {
             return Err(Error::Invalid(format!(
                 "backward: {} output gradients given for {} outputs",
                 out_grads.len(),

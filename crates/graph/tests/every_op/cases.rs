@@ -471,6 +471,29 @@ pub fn cases() -> Vec<Case> {
             &[("pooled_size", "(2, 2)"), ("spatial_scale", "1"), ("sample_ratio", "2")],
             vec![m(&[2, 2, 5, 5]), idx(&[0., 0.5, 0.2, 3.1, 3.6, 1., 1.2, 0., 4.4, 2.3], &[2, 5])],
         ),
+        // --- spatial transformers (grids in normalized coordinates) and correlation
+        case("GridGenerator", &[("transform_type", "affine"), ("target_shape", "(3, 4)")], vec![m(&[2, 6])]),
+        case("GridGenerator", &[("transform_type", "warp")], vec![m(&[1, 2, 3, 4])]),
+        case("BilinearSampler", &[], vec![m(&[1, 2, 4, 5]), uniform(&[1, 2, 3, 3], -0.9, 0.9)]),
+        case(
+            "SpatialTransformer",
+            &[("target_shape", "(3, 3)"), ("transform_type", "affine"), ("sampler_type", "bilinear")],
+            vec![m(&[1, 2, 4, 5]), uniform(&[1, 6], -0.8, 0.8)],
+        ),
+        case("Correlation", &[("max_displacement", "1"), ("pad_size", "1")], vec![m(&[1, 2, 4, 4]), m(&[1, 2, 4, 4])]),
+        case(
+            "Correlation",
+            &[("kernel_size", "3"), ("max_displacement", "2"), ("stride2", "2"), ("pad_size", "2"), ("is_multiply", "False")],
+            vec![m(&[1, 2, 5, 5]), m(&[1, 2, 5, 5])],
+        ),
+        // --- attention products over interleaved projections (2 heads of 2)
+        case("_contrib_interleaved_matmul_selfatt_qk", &[("heads", "2")], vec![m(&[3, 2, 12])]),
+        case("_contrib_interleaved_matmul_selfatt_valatt", &[("heads", "2")], vec![m(&[3, 2, 12]), m(&[4, 3, 3])]),
+        case("_contrib_interleaved_matmul_encdec_qk", &[("heads", "2")], vec![m(&[3, 2, 4]), m(&[2, 2, 8])]),
+        case("_contrib_interleaved_matmul_encdec_valatt", &[("heads", "2")], vec![m(&[2, 2, 8]), m(&[4, 3, 2])]),
+        case("_image_normalize", &[("mean", "(0.1, 0.2, 0.3)"), ("std", "(1.5, 2.0, 0.5)")], vec![m(&[3, 2, 2])]),
+        case("amp_cast", &[("dtype", "float32")], vec![m(&[2, 3])]),
+        case("amp_multicast", &[("num_outputs", "2")], vec![m(&[2]), m(&[3])]),
         // BatchNorm with batch statistics updates its moving statistics in
         // the backward pass, so a later forward(false) differs from a fresh
         // imperative call by design: the cases use the global statistics

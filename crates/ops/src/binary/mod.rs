@@ -250,6 +250,11 @@ fn binary_grad(kind: Kind, g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
                 if nb { Some(c2("broadcast_mul", dy, &c2(tb, a, b)?)?) } else { None },
             )
         }
+        // MXNet 1.9.1 gives integer remainders a zero gradient
+        Kind::Mod if !a.dtype().is_float() => (
+            if na { Some(call("zeros_like", &[a], &[])?) } else { None },
+            if nb { Some(call("zeros_like", &[b], &[])?) } else { None },
+        ),
         // a mod b = a - floor(a / b) * b
         Kind::Mod => (
             na.then(|| dy.clone()),
@@ -295,6 +300,7 @@ fn scalar_grad(kind: Kind, reversed: bool, g: &GradCtx) -> Result<Vec<Option<NDA
         (Kind::Pow, true) => c1("_mul_scalar", &c2("elemwise_mul", dy, y)?, s.ln())?,
         (Kind::Max, _) => c2("elemwise_mul", dy, &c1("_greater_equal_scalar", x, s)?)?,
         (Kind::Min, _) => c2("elemwise_mul", dy, &c1("_lesser_equal_scalar", x, s)?)?,
+        (Kind::Mod, _) if !x.dtype().is_float() => call("zeros_like", &[x], &[])?,
         (Kind::Mod, false) => dy.clone(),
         // y = s mod x = s - floor(s / x) * x: dy/dx = -floor(s / x)
         (Kind::Mod, true) => {

@@ -82,6 +82,30 @@ fn mod_gradients() {
 }
 
 #[test]
+fn integer_remainders_have_a_zero_gradient() {
+    // MXNet 1.9.1: int32 and int64 remainders pass no gradient to either side
+    let a = NDArray::from_vec(vec![7i32, 9], &[2, 1]).unwrap();
+    let b = NDArray::from_vec(vec![2i32, 4], &[1, 2]).unwrap();
+    for x in [&a, &b] {
+        x.attach_grad(oxnet_core::Req::Write).unwrap();
+    }
+    let y = {
+        let _r = oxnet_core::autograd::record();
+        invoke1("broadcast_mod", &[&a, &b], &[]).unwrap()
+    };
+    let head = NDArray::from_vec(vec![3i32, 5, 4, 6], &[2, 2]).unwrap();
+    oxnet_core::autograd::backward(&[&y], &[Some(&head)], Default::default()).unwrap();
+    assert_eq!(a.grad().unwrap().to_vec::<i32>().unwrap(), vec![0, 0]);
+    assert_eq!(b.grad().unwrap().to_vec::<i32>().unwrap(), vec![0, 0]);
+    let s = {
+        let _r = oxnet_core::autograd::record();
+        invoke1("_mod_scalar", &[&b], &[("scalar", 3.0.into())]).unwrap()
+    };
+    oxnet_core::autograd::backward(&[&s], &[None], Default::default()).unwrap();
+    assert_eq!(b.grad().unwrap().to_vec::<i32>().unwrap(), vec![0, 0]);
+}
+
+#[test]
 fn hypot_values_and_gradients() {
     let a: Vec<f64> = vec![3.0, -5.0, 0.0, 1e200, -2.5, 0.3];
     let b: Vec<f64> = vec![4.0, 12.0, -2.0, 1e200, 0.0, -0.4];

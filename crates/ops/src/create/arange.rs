@@ -80,9 +80,12 @@ pub(super) fn register() {
             })
             .forward(|ctx, _inputs, outputs| {
                 let (start, step, repeat, count) = range_of(ctx.attrs)?;
+                let out = &outputs[0];
+                // as MXNet 1.9.1: an integer dtype takes start and step cast to it
+                let (start, step) =
+                    if out.dtype().is_float() { (start, step) } else { (start.trunc(), step.trunc()) };
                 let values: Vec<f64> =
                     (0..count * repeat).map(|i| start + step * (i / repeat) as f64).collect();
-                let out = &outputs[0];
                 let v = NDArray::from_vec(values, &[count * repeat])?.astype(out.dtype())?;
                 oxnet_core::store::store(ctx.req[0], out, &v)
             }),

@@ -7,14 +7,24 @@ mod arange;
 use oxnet_core::attrs::Attrs;
 use oxnet_core::{registry, AttrKind, AttrSpec, AttrValue, DType, Error, OpDef, Result, Shape};
 
-/// The `shape` attribute (`None` when unset or empty: the graph infers it).
-fn shape_of(attrs: &Attrs) -> Result<Option<Shape>> {
+/// The `shape` attribute (`None` when unset or empty: the graph infers it);
+/// with `unknown_as_zero`, an extent of -1 is unknown and comes back as 0
+/// (a partial shape, for a graph to complete from the array's consumers:
+/// `mx.sym.ones(shape=(-1, -1))`), otherwise it is an error.
+fn shape_of(attrs: &Attrs, unknown_as_zero: bool) -> Result<Option<Shape>> {
     let Some(dims) = attrs.opt_ints("shape")? else { return Ok(None) };
     if dims.is_empty() {
         return Ok(None);
     }
     dims.iter()
-        .map(|&d| usize::try_from(d).map_err(|_| Error::attr("shape", format!("extent {d} is negative"))))
+        .map(|&d| match d {
+            -1 if unknown_as_zero => Ok(0),
+            -1 => Err(Error::attr(
+                "shape",
+                "an extent of -1 is unknown; only a graph can infer it from the consumers",
+            )),
+            d => usize::try_from(d).map_err(|_| Error::attr("shape", format!("extent {d} is negative"))),
+        })
         .collect::<Result<Shape>>()
         .map(Some)
 }
@@ -38,8 +48,12 @@ fn register_fill(name: &'static str, what: &str, value: Option<f64>) {
         op = op.attr(AttrSpec::required("value", AttrKind::Float, "The value to fill with."));
     }
     registry::register(
-        op.infer_shape(|attrs, _ins, outs| match shape_of(attrs)? {
+        op.infer_shape(|attrs, _ins, outs| match shape_of(attrs, false)? {
             Some(s) => crate::shape_ops::set_shape(&mut outs[0], s, "the output"),
+            None => Ok(()),
+        })
+        .infer_shape_partial(|attrs, _ins, outs| match shape_of(attrs, true)? {
+            Some(s) => crate::partial_shape::merge(&mut outs[0], &s, "the output"),
             None => Ok(()),
         })
         .infer_type(|attrs, _ins, outs| {
@@ -91,5 +105,21 @@ mod tests {
         let err = invoke1("_full", &[], &[("shape", AttrValue::Ints(vec![2]))]).unwrap_err().to_string();
         assert!(err.contains("_full") && err.contains("`value`"), "{err}");
         assert!(invoke1("_zeros", &[], &[]).unwrap_err().to_string().contains("shape"));
+    }
+
+    #[test]
+    fn unknown_extents_are_left_to_the_graph() {
+        let op = oxnet_core::registry::get("_ones").unwrap();
+        let attrs = op.parse_attrs(&[("shape", AttrValue::Ints(vec![-1, 3]))]).unwrap();
+        // a graph learns the unknown extent from a consumer ...
+        let partial = op.infer_shape_partial.clone().unwrap();
+        let mut outs = vec![Some(oxnet_core::shape::shape(&[2, 0]))];
+        partial(&attrs, &mut [], &mut outs).unwrap();
+        assert_eq!(outs[0].as_deref(), Some(&[2usize, 3][..]));
+        let mut clash = vec![Some(oxnet_core::shape::shape(&[2, 4]))];
+        assert!(partial(&attrs, &mut [], &mut clash).is_err());
+        // ... an imperative call cannot
+        let err = invoke1("_ones", &[], &[("shape", AttrValue::Ints(vec![-1, 3]))]).unwrap_err().to_string();
+        assert!(err.contains("_ones") && err.contains("-1"), "{err}");
     }
 }

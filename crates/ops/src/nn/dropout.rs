@@ -48,7 +48,8 @@ fn forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<(
         let n_mask = numel(&mshape);
         let mask: Vec<T> = if on {
             let keep = 1.0 - p;
-            let table = [T::zero(), T::from_f64(if keep > 0.0 { 1.0 / keep } else { 0.0 })];
+            // p = 1 scales by 1/0: every element is 0·∞, NaN, as in MXNet 1.9.1
+            let table = if keep > 0.0 { [T::zero(), T::from_f64(1.0 / keep)] } else { [T::from_f64(f64::NAN); 2] };
             // keep when a uniform 53-bit draw u·2⁻⁵³ falls below 1-p
             let threshold = (keep * (1u64 << 53) as f64).ceil() as u64;
             let mut flags = vec![0u8; n_mask];
@@ -206,9 +207,9 @@ mod tests {
                 }
             }
         }
-        // p = 1 drops everything, mode=always works outside train mode
+        // p = 1 gives NaN (0·(1/0)) as MXNet 1.9.1; mode=always works outside train mode
         let y = invoke1("Dropout", &[&x], &[("p", 1.0.into()), ("mode", "always".into())]).unwrap();
-        assert!(y.to_vec::<f32>().unwrap().iter().all(|v| *v == 0.0));
+        assert!(y.to_vec::<f32>().unwrap().iter().all(|v| v.is_nan()));
         let y = invoke1("Dropout", &[&x], &[("p", 0.5.into()), ("mode", "always".into())]).unwrap();
         let dropped = y.to_vec::<f32>().unwrap().iter().filter(|v| **v == 0.0).count() as f64 / n as f64;
         assert!((dropped - 0.5).abs() < 0.01);

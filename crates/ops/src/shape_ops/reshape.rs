@@ -131,6 +131,53 @@ fn reshape_like_shape(lhs: &[usize], rhs: &[usize], attrs: &oxnet_core::Attrs) -
     Ok(out)
 }
 
+/// The output shape of a `reshape` call: `shape` with its codes, or the
+/// deprecated `target_shape` (MXNet 1.x's old API: one 0 extent is
+/// inferred, and `keep_highest` keeps the input's first extent).
+fn reshape_target(x: &[usize], attrs: &oxnet_core::Attrs) -> Result<Shape> {
+    let shape = attrs.ints("shape")?;
+    let target = attrs.ints("target_shape")?;
+    if !shape.is_empty() || target.is_empty() {
+        return reshape_shape(x, shape, attrs.bool("reverse")?);
+    }
+    let mut spec: Vec<i64> = target.iter().map(|&d| if d == 0 { -1 } else { d }).collect();
+    if attrs.bool("keep_highest")? {
+        spec[0] =
+            *x.first().ok_or_else(|| Error::Shape("reshape: keep_highest needs an input axis".into()))?
+                as i64;
+    }
+    resolve_reshape(x, &spec)
+}
+
+/// Partial inference of `reshape`: a complete input gives the output; a
+/// complete output gives the one unknown extent of the input (as MXNet
+/// 1.9.1, which learns a held-out batch size from the consumer's shape).
+fn reshape_partial(
+    attrs: &oxnet_core::Attrs,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
+    if let Some(x) = ins[0].as_ref().filter(|x| oxnet_core::shape::is_known(x)) {
+        let s = reshape_target(x, attrs)?;
+        return merge(&mut outs[0], &s, "reshape: the output");
+    }
+    let (Some(x), Some(out)) = (ins[0].clone(), outs[0].as_ref()) else { return Ok(()) };
+    let unknown: Vec<usize> = (0..x.len()).filter(|&i| x[i] == 0).collect();
+    if unknown.len() != 1 || !oxnet_core::shape::is_known(out) {
+        return Ok(());
+    }
+    let known: usize = x.iter().filter(|&&d| d != 0).product();
+    let total: usize = out.iter().product();
+    if known == 0 || total % known != 0 {
+        return Err(Error::Shape(format!(
+            "reshape: no extent completes the input {x:?} to the {total} elements of the output {out:?}"
+        )));
+    }
+    let mut full = x;
+    full[unknown[0]] = total / known;
+    merge(&mut ins[0], &full, "reshape: data")
+}
+
 pub(super) fn register() {
     registry::register(
         OpDef::new("reshape")
@@ -138,11 +185,14 @@ pub(super) fn register() {
             .doc("Reshapes the input without changing its data. `shape` may use MXNet's codes: 0 copies an input extent, -1 infers one extent, -2 copies all remaining extents, -3 merges two consecutive extents, -4 a b splits one extent into a and b. With `reverse`, codes are matched from the right.")
             .attr(AttrSpec::optional("shape", AttrKind::Ints, AttrValue::Ints(vec![]), "target shape, with codes 0/-1/-2/-3/-4"))
             .attr(AttrSpec::optional("reverse", AttrKind::Bool, false, "match the codes against the input shape from the right"))
+            .attr(AttrSpec::optional("target_shape", AttrKind::Ints, AttrValue::Ints(vec![]), "(deprecated: use `shape`) target shape; one 0 extent is inferred"))
+            .attr(AttrSpec::optional("keep_highest", AttrKind::Bool, false, "(deprecated: use `shape`) keep the input's first extent over target_shape's"))
             .infer_shape(|attrs, ins, outs| {
                 let Some(x) = &ins[0] else { return Ok(()) };
-                let s = reshape_shape(x, attrs.ints("shape")?, attrs.bool("reverse")?)?;
+                let s = reshape_target(x, attrs)?;
                 set_shape(&mut outs[0], s, "the output of reshape")
             })
+            .infer_shape_partial(reshape_partial)
             .forward(flat_copy)
             .grad_rule(|g| Ok(vec![Some(reshape_grad(&g.out_grads[0], g.inputs[0].shape())?)])),
     );
@@ -493,7 +543,8 @@ mod tests {
         let i = invoke1("cast", &[&x], &[("dtype", "int32".into())]).unwrap();
         assert_eq!(i.to_vec::<i32>().unwrap(), vec![1, -2, 3, 250]);
         let u = invoke1("Cast", &[&x], &[("dtype", AttrValue::DType(DType::U8))]).unwrap();
-        assert_eq!(u.to_vec::<u8>().unwrap(), vec![1, 0, 3, 250]);
+        // truncated toward zero, then wrapped: -2.5 -> -2 -> 254 (C's casts, numpy's astype)
+        assert_eq!(u.to_vec::<u8>().unwrap(), vec![1, 254, 3, 250]);
         let h = invoke1("cast", &[&x], &[("dtype", "float16".into())]).unwrap();
         let want: Vec<f64> =
             [1.7f64, -2.5, 3.0, 250.0].iter().map(|v| half::f16::from_f64(*v).to_f64()).collect();

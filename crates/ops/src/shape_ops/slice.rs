@@ -104,6 +104,14 @@ pub(super) fn sliced_shape(shape: &[usize], specs: &[SliceSpec]) -> Result<Shape
     Ok(out)
 }
 
+/// [`sliced_shape`] of a partial shape: an unknown extent (0) stays unknown
+/// on the output, whatever the slice (MXNet 1.9.1's partial inference).
+fn sliced_partial(shape: &[usize], specs: &[SliceSpec]) -> Result<Shape> {
+    let specs: Vec<SliceSpec> =
+        specs.iter().zip(shape).map(|(s, &d)| if d == 0 { SliceSpec::all() } else { *s }).collect();
+    sliced_shape(shape, &specs)
+}
+
 /// `slice_axis` as the per-axis specs of `slice`.
 fn axis_specs(attrs: &Attrs, ndim: usize) -> Result<(usize, Vec<SliceSpec>)> {
     let axis = normalize_axis(attrs.int("axis")?, ndim)?;
@@ -157,6 +165,11 @@ pub(super) fn register() {
             let s = sliced_shape(x, &params(attrs)?.specs)?;
             set_shape(&mut outs[0], s, "the output of slice")
         })
+        .infer_shape_partial(|attrs, ins, outs| {
+            let Some(x) = &ins[0] else { return Ok(()) };
+            let s = sliced_partial(x, &params(attrs)?.specs)?;
+            crate::partial_shape::merge(&mut outs[0], &s, "the output of slice")
+        })
         .accepts_strided()
         .forward(|ctx, inputs, outputs| {
             let view = inputs[0].slice(&params(ctx.attrs)?.specs)?;
@@ -185,6 +198,15 @@ pub(super) fn register() {
                 let Some(x) = &ins[0] else { return Ok(()) };
                 let (_, specs) = axis_specs(attrs, x.len())?;
                 set_shape(&mut outs[0], sliced_shape(x, &specs)?, "the output of slice_axis")
+            })
+            .infer_shape_partial(|attrs, ins, outs| {
+                let Some(x) = &ins[0] else { return Ok(()) };
+                let (_, specs) = axis_specs(attrs, x.len())?;
+                crate::partial_shape::merge(
+                    &mut outs[0],
+                    &sliced_partial(x, &specs)?,
+                    "the output of slice_axis",
+                )
             })
             .accepts_strided()
             .forward(|ctx, inputs, outputs| {
