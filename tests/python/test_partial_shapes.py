@@ -2,6 +2,7 @@
 unknown shapes as () and unknown extents as 0, or under ``mx.np_shape()``
 as None and -1 (expected values are what MXNet 1.9.1 returned)."""
 
+import numpy as np
 import pytest
 
 import oxnet as mx
@@ -80,3 +81,13 @@ def test_constant_of_unknown_extents_takes_them_from_its_consumers():
     # alone, nothing can say what the extent is
     with pytest.raises(mx.MXNetError, match="incomplete|unknown"):
         mx.sym.ones(shape=[-1, 2]).bind(mx.cpu(), args={})
+
+
+def test_arange_with_infer_range_takes_its_length_from_a_consumer():
+    # MXNet 1.9.1's deprecated range inference (test_operator's test_init)
+    s = mx.sym.arange(start=2, stop=None, step=0.5, repeat=2, infer_range=True)
+    y = mx.sym.elemwise_add(s, mx.sym.zeros(shape=[5])).bind(mx.cpu(), args={}).forward()[0]
+    np.testing.assert_array_equal(y.asnumpy(), [2.0, 2.0, 2.5, 2.5, 3.0])
+    # imperatively it is ignored, with a warning
+    with pytest.warns(DeprecationWarning, match="infer_range"):
+        np.testing.assert_array_equal(mx.nd.arange(3, None, infer_range=True).asnumpy(), [0, 1, 2])

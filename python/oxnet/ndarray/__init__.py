@@ -7,6 +7,8 @@ reference's names and keyword attributes::
     z = nd.broadcast_div(y, nd.sum(y, axis=1, keepdims=True))
 """
 
+import warnings
+
 from .. import _oxnet
 from ..base import MXNetError
 from .._oxnet import NDArray
@@ -70,8 +72,12 @@ def empty(shape, ctx=None, dtype=None):
     return _oxnet.empty(shape, ctx, dtype)
 
 
-def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype=None):
-    """Evenly spaced values in ``[start, stop)`` (``[0, start)`` without ``stop``)."""
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
+    """Evenly spaced values in ``[start, stop)`` (``[0, start)`` without ``stop``).
+    ``infer_range`` is deprecated and ignored here, as in MXNet 1.9.1 (in a
+    graph, ``mx.sym.arange`` takes the length from a consumer's shape)."""
+    if infer_range is not None:
+        warnings.warn("`infer_range` argument has been deprecated", DeprecationWarning, stacklevel=2)
     return _oxnet.arange(float(start), None if stop is None else float(stop), float(step), int(repeat), ctx, dtype)
 
 

@@ -480,18 +480,40 @@ pub fn cases() -> Vec<Case> {
             &[("target_shape", "(3, 3)"), ("transform_type", "affine"), ("sampler_type", "bilinear")],
             vec![m(&[1, 2, 4, 5]), uniform(&[1, 6], -0.8, 0.8)],
         ),
-        case("Correlation", &[("max_displacement", "1"), ("pad_size", "1")], vec![m(&[1, 2, 4, 4]), m(&[1, 2, 4, 4])]),
         case(
             "Correlation",
-            &[("kernel_size", "3"), ("max_displacement", "2"), ("stride2", "2"), ("pad_size", "2"), ("is_multiply", "False")],
+            &[("max_displacement", "1"), ("pad_size", "1")],
+            vec![m(&[1, 2, 4, 4]), m(&[1, 2, 4, 4])],
+        ),
+        case(
+            "Correlation",
+            &[
+                ("kernel_size", "3"),
+                ("max_displacement", "2"),
+                ("stride2", "2"),
+                ("pad_size", "2"),
+                ("is_multiply", "False"),
+            ],
             vec![m(&[1, 2, 5, 5]), m(&[1, 2, 5, 5])],
         ),
         // --- attention products over interleaved projections (2 heads of 2)
         case("_contrib_interleaved_matmul_selfatt_qk", &[("heads", "2")], vec![m(&[3, 2, 12])]),
-        case("_contrib_interleaved_matmul_selfatt_valatt", &[("heads", "2")], vec![m(&[3, 2, 12]), m(&[4, 3, 3])]),
+        case(
+            "_contrib_interleaved_matmul_selfatt_valatt",
+            &[("heads", "2")],
+            vec![m(&[3, 2, 12]), m(&[4, 3, 3])],
+        ),
         case("_contrib_interleaved_matmul_encdec_qk", &[("heads", "2")], vec![m(&[3, 2, 4]), m(&[2, 2, 8])]),
-        case("_contrib_interleaved_matmul_encdec_valatt", &[("heads", "2")], vec![m(&[2, 2, 8]), m(&[4, 3, 2])]),
-        case("_image_normalize", &[("mean", "(0.1, 0.2, 0.3)"), ("std", "(1.5, 2.0, 0.5)")], vec![m(&[3, 2, 2])]),
+        case(
+            "_contrib_interleaved_matmul_encdec_valatt",
+            &[("heads", "2")],
+            vec![m(&[2, 2, 8]), m(&[4, 3, 2])],
+        ),
+        case(
+            "_image_normalize",
+            &[("mean", "(0.1, 0.2, 0.3)"), ("std", "(1.5, 2.0, 0.5)")],
+            vec![m(&[3, 2, 2])],
+        ),
         case("amp_cast", &[("dtype", "float32")], vec![m(&[2, 3])]),
         case("amp_multicast", &[("num_outputs", "2")], vec![m(&[2]), m(&[3])]),
         // BatchNorm with batch statistics updates its moving statistics in
@@ -600,6 +622,8 @@ pub fn cases() -> Vec<Case> {
         case("_contrib_index_copy", &[], vec![m(&[4, 2]), idx(&[3., 1.], &[2]), m(&[2, 2])]),
         // zero gradients: index arithmetic
         case("_contrib_index_array", &[("axes", "(1, 0)")], vec![m(&[2, 3])]),
+        case("_contrib_arange_like", &[("start", "2"), ("repeat", "2")], vec![m(&[2, 3])]),
+        case("_contrib_arange_like", &[("axis", "1")], vec![m(&[2, 3])]),
         case("ravel_multi_index", &[("shape", "(-1, 4)")], vec![idx(&[1., 2., 0., 3., 0., 1.], &[2, 3])]),
         case("unravel_index", &[("shape", "(3, 4)")], vec![idx(&[7., 8., 1.], &[3])]),
         // --- sequences: (time, batch, ...) with optional lengths
