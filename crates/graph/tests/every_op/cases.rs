@@ -193,6 +193,17 @@ pub fn cases() -> Vec<Case> {
         case("smooth_l1", &[], vec![m(&[2, 3])]),
         case("smooth_l1", &[("scalar", "2.5")], vec![uniform(&[2, 3], -0.5, 0.5)]),
         case("_contrib_quadratic", &[("a", "0.7"), ("b", "-1.2"), ("c", "0.3")], vec![m(&[2, 3])]),
+        case("_contrib_gradientmultiplier", &[("scalar", "-0.7")], vec![m(&[2, 3])]),
+        case("erfinv", &[], vec![uniform(&[2, 3], -0.9, 0.9)]),
+        case("khatri_rao", &[("num_args", "3")], vec![m(&[2, 2]), m(&[3, 2]), m(&[1, 2])]),
+        case("_np_cumsum", &[("axis", "1")], vec![m(&[2, 3])]),
+        case("_np_cumsum", &[], vec![m(&[2, 3])]),
+        case("multi_sum_sq", &[("num_arrays", "2")], vec![m(&[2, 3]), m(&[4])]),
+        case(
+            "multi_lars",
+            &[("eta", "0.5"), ("eps", "1e-8")],
+            vec![pos(&[3]).dtype(DType::F32), pos(&[3]).dtype(DType::F32), pos(&[3]).dtype(DType::F32), pos(&[3]).dtype(DType::F32)],
+        ),
         case("_contrib_div_sqrt_dim", &[], vec![m(&[2, 4])]),
         // zero gradient by definition
         case("sign", &[], vec![m(&[2, 3])]),
@@ -513,6 +524,35 @@ pub fn cases() -> Vec<Case> {
             "_image_normalize",
             &[("mean", "(0.1, 0.2, 0.3)"), ("std", "(1.5, 2.0, 0.5)")],
             vec![m(&[3, 2, 2])],
+        ),
+        // --- quantization (zero gradients; float32 data, 8- and 32-bit codes)
+        case(
+            "_contrib_quantize",
+            &[("out_type", "int8")],
+            vec![
+                m(&[2, 3]).dtype(DType::F32),
+                idx(&[-1.0], &[1]).dtype(DType::F32),
+                idx(&[1.5], &[1]).dtype(DType::F32),
+            ],
+        ),
+        case("_contrib_quantize_v2", &[("out_type", "uint8")], vec![m(&[2, 3]).dtype(DType::F32)]),
+        case(
+            "_contrib_dequantize",
+            &[],
+            vec![
+                idx(&[-3.0, 5.0, 100.0], &[3]).dtype(DType::I8),
+                idx(&[-2.0], &[1]).dtype(DType::F32),
+                idx(&[1.0], &[1]).dtype(DType::F32),
+            ],
+        ),
+        case(
+            "_contrib_requantize",
+            &[],
+            vec![
+                idx(&[-3e6, 5e8, 1.0], &[3]).dtype(DType::I32),
+                idx(&[-2.0], &[1]).dtype(DType::F32),
+                idx(&[1.0], &[1]).dtype(DType::F32),
+            ],
         ),
         case("amp_cast", &[("dtype", "float32")], vec![m(&[2, 3])]),
         case("amp_multicast", &[("num_outputs", "2")], vec![m(&[2]), m(&[3])]),

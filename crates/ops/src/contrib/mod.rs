@@ -9,6 +9,7 @@
 
 mod finite;
 mod interleaved;
+mod quantize;
 mod scaling;
 #[cfg(test)]
 mod tests;
@@ -17,5 +18,6 @@ mod tests;
 pub(crate) fn register() {
     finite::register();
     interleaved::register();
+    quantize::register();
     scaling::register();
 }

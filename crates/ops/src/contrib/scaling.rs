@@ -1,4 +1,5 @@
-//! `_contrib_div_sqrt_dim` and `_contrib_quadratic`.
+//! `_contrib_div_sqrt_dim`, `_contrib_quadratic` and
+//! `_contrib_gradientmultiplier`.
 
 use crate::util::call;
 use oxnet_core::store::store;
@@ -40,6 +41,20 @@ fn one_input_grad(
 }
 
 pub(super) fn register() {
+    registry::register(
+        OpDef::new("_contrib_gradientmultiplier")
+            .doc(
+                "The identity forward; backward multiplies the gradient by `scalar` (a negative scalar \
+                 makes a gradient reversal layer).",
+            )
+            .attr(AttrSpec::optional("scalar", AttrKind::Float, 1.0f64, "The gradient's multiplier."))
+            .accepts_strided()
+            .forward(|ctx, ins, outs| store(ctx.req[0], &outs[0], &ins[0]))
+            .grad_rule(|g| {
+                let s = g.attrs.float("scalar")?;
+                one_input_grad(g, |dy, _| scalar("_mul_scalar", dy, s))
+            }),
+    );
     registry::register(
         OpDef::new("_contrib_div_sqrt_dim")
             .doc("Rescales by the square root of the last extent: data / sqrt(data.shape[-1]).")

@@ -89,3 +89,18 @@ fn div_sqrt_dim_and_quadratic() {
     assert!(z.to_vec::<f64>().unwrap().iter().all(|v| *v == 0.0));
     OpChecker::new("_contrib_quadratic", &[x]).attr("a", 0.7).attr("b", -1.3).attr("c", 0.4).run().unwrap();
 }
+
+#[test]
+fn gradientmultiplier_scales_only_the_gradient() {
+    let x = arr(&[1.0, -2.0, 3.5], &[3]);
+    let y = invoke1("_contrib_gradientmultiplier", &[&x], &[("scalar", (-0.5).into())]).unwrap();
+    assert_eq!(y.to_vec::<f64>().unwrap(), vec![1.0, -2.0, 3.5]);
+    x.attach_grad(oxnet_core::Req::Write).unwrap();
+    let y = {
+        let _r = oxnet_core::autograd::record();
+        invoke1("_contrib_gradientmultiplier", &[&x], &[("scalar", (-0.5).into())]).unwrap()
+    };
+    let head = arr(&[2.0, 4.0, -6.0], &[3]);
+    oxnet_core::autograd::backward(&[&y], &[Some(&head)], Default::default()).unwrap();
+    assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![-1.0, -2.0, 3.0]);
+}
