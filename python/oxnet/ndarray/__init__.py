@@ -157,7 +157,8 @@ def _define_binary_functions(namespace):
     for name, array_op, scalar_op, reversed_op, python_op in table:
         namespace[name] = _binary(name, array_op, scalar_op, reversed_op, python_op)
     namespace["less"], namespace["less_equal"] = namespace["lesser"], namespace["lesser_equal"]
-    _keep_ops([row[0] for row in table] + ["less", "less_equal"])
+    namespace["true_divide"] = namespace["divide"]  # MXNet's alias
+    _keep_ops([row[0] for row in table] + ["less", "less_equal", "true_divide"])
 
 
 _define_binary_functions(globals())

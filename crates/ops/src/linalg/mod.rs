@@ -1,4 +1,5 @@
-//! Built-in operators: matrix products (`dot`, `batch_dot`, `FullyConnected`)
+//! Built-in operators: matrix products (`dot`, `batch_dot`, `FullyConnected`,
+//! `khatri_rao`)
 //! and MXNet's `linalg` family (`_linalg_gemm`, `_linalg_potrf`, ...,
 //! exposed in Python as `mx.nd.linalg.*`).
 //!
@@ -9,6 +10,7 @@
 
 mod dot;
 mod fully_connected;
+mod khatri_rao;
 mod la_common;
 mod la_dense;
 mod la_diag;
@@ -25,6 +27,7 @@ use oxnet_core::{AttrValue, Element, Error, NDArray, Result};
 pub(crate) fn register() {
     dot::register();
     fully_connected::register();
+    khatri_rao::register();
     la_gemm::register();
     la_tri::register();
     la_factor::register();

@@ -1,7 +1,8 @@
 //! Built-in operators: optimizer updates, with MXNet 1.9.1's names, inputs,
 //! attributes and formulas (`sgd_update`, `sgd_mom_update`, `adam_update`,
 //! `rmsprop_update`, `ftrl_update`, `ftml_update`, the `mp_`
-//! multi-precision forms, the `multi_` multi-tensor forms, ...).
+//! multi-precision forms, the `multi_` multi-tensor forms, ...) and the
+//! LARS helpers `multi_sum_sq`, `multi_lars` and `reset_arrays`.
 //!
 //! Every update operator returns the new weight as its (first) output and
 //! rewrites its state inputs (momentum, moving averages, float32 master
@@ -26,6 +27,7 @@ mod ftml;
 mod ftrl;
 mod kernel;
 mod lamb;
+mod lars;
 pub(crate) mod multi;
 mod rmsprop;
 mod sgd;
@@ -45,6 +47,7 @@ pub(crate) fn register() {
     ftml::register();
     sign::register();
     lamb::register();
+    lars::register();
 }
 
 /// The required learning rate `lr`.

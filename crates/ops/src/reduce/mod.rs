@@ -10,12 +10,14 @@
 //! `argmax_channel` is argmax over the last axis) return
 //! indices in the input's dtype for floats and in int64 for integers.
 //! `norm` (`ord` 1 or 2, `axis`, `keepdims`, `out_dtype`) is the L1/L2 norm.
+//! `_np_cumsum` (`cumsum`) gives running sums ([`cumsum`]).
 //!
 //! Two hidden helpers make the gradients differentiable again:
 //! `_backward_reshape_to` and `_backward_broadcast_to` (attribute `shape`),
 //! a pair whose gradients are each other's adjoint (reshape back, and
 //! [`sum_to_shape`]).
 
+mod cumsum;
 mod kernel;
 #[cfg(test)]
 mod nan_tests;
@@ -614,4 +616,5 @@ pub(crate) fn register() {
     register_arg("argmin", false);
     register_argmax_channel();
     register_helpers();
+    cumsum::register();
 }

@@ -1,6 +1,7 @@
 //! Special functions, element-wise, as MXNet 1.9.1 names them: `gamma`
-//! (the gamma function) and `gammaln` (the log of its absolute value), and
-//! `smooth_l1` (the smooth L1 loss with `scalar` = sigma).
+//! (the gamma function) and `gammaln` (the log of its absolute value),
+//! `erfinv` (the inverse error function) and `smooth_l1` (the smooth L1
+//! loss with `scalar` = sigma).
 //!
 //! Gradients are rules of operators: `gamma' = gamma * digamma` and
 //! `gammaln' = digamma`, where `g * digamma(x)` is the hidden helper
@@ -35,6 +36,32 @@ macro_rules! f64_fn {
 
 f64_fn!(Gamma, |x| libm::tgamma(x));
 f64_fn!(Gammaln, |x| libm::lgamma(x));
+f64_fn!(Erfinv, |x| erfinv(x));
+
+/// The inverse error function: `erf(erfinv(y)) = y` on (-1, 1), ±∞ at ±1,
+/// NaN beyond. Winitzki's closed form (relative error about 2e-3) refined
+/// by Newton steps on `erf(x) - y`, each of which squares the error.
+pub(crate) fn erfinv(y: f64) -> f64 {
+    if y.is_nan() || y.abs() > 1.0 {
+        return f64::NAN;
+    }
+    if y.abs() == 1.0 {
+        return y * f64::INFINITY;
+    }
+    const A: f64 = 0.147;
+    let ln = (1.0 - y * y).ln();
+    let t = 2.0 / (std::f64::consts::PI * A) + ln / 2.0;
+    let mut x = y.signum() * ((t * t - ln / A).sqrt() - t).sqrt();
+    let slope = 2.0 / std::f64::consts::PI.sqrt();
+    for _ in 0..3 {
+        let d = slope * (-x * x).exp();
+        if d == 0.0 {
+            break;
+        }
+        x -= (libm::erf(x) - y) / d;
+    }
+    x
+}
 
 /// Bernoulli numbers `B_2, B_4, ..., B_20`.
 const BERNOULLI: [f64; 10] = [
@@ -206,6 +233,16 @@ pub(super) fn register() {
         .grad_rule(rule(|g, x, y, _| mul(y, &polygamma_grad(g, x, 0)?))));
     reg(unary_op("gammaln", "The log of the absolute value of the gamma function, element-wise.", Gammaln)
         .grad_rule(rule(|g, x, _, _| polygamma_grad(g, x, 0))));
+    reg(unary_op("erfinv", "The inverse error function, element-wise: ±inf at ±1, NaN beyond.", Erfinv)
+        .grad_rule(rule(|g, _, y, _| {
+            // d/dy erfinv(y) = sqrt(pi)/2 · exp(erfinv(y)^2)
+            let slope = with_scalar(
+                "_mul_scalar",
+                &op1("exp", &op1("square", y)?)?,
+                std::f64::consts::PI.sqrt() / 2.0,
+            )?;
+            mul(g, &slope)
+        })));
     reg(OpDef::new("_backward_gammaln")
         .doc("out_grad * psi^(order)(data), psi^(n) the polygamma function (order 0: digamma, the derivative of gammaln).")
         .arguments(&["out_grad", "data"])

@@ -145,3 +145,19 @@ fn smooth_l1() {
     let e = invoke("smooth_l1", &[&arr(&[1.0])], &[("scalar", 0.0.into())]).unwrap_err().to_string();
     assert!(e.contains("scalar") && e.contains("smooth_l1"), "{e}");
 }
+
+#[test]
+fn erfinv_inverts_erf_with_its_gradient() {
+    // known values: erfinv(0.5) = 0.4769362762044699 (Abramowitz-Stegun),
+    // and erf(erfinv(y)) = y across the range, the tails included
+    rel_close(super::special::erfinv(0.5), 0.476_936_276_204_469_9, 1e-14, "erfinv(0.5)");
+    for y in [-0.999_999_999, -0.9, -0.3, 1e-12, 0.25, 0.7, 0.99, 0.999_999] {
+        let x = super::special::erfinv(y);
+        rel_close(libm::erf(x), y, 1e-14, &format!("erf(erfinv({y}))"));
+    }
+    let y = invoke1("erfinv", &[&arr(&[-1.0, 1.0, 1.5, 0.0])], &[]).unwrap().to_vec::<f64>().unwrap();
+    assert!(y[0] == f64::NEG_INFINITY && y[1] == f64::INFINITY && y[2].is_nan() && y[3] == 0.0, "{y:?}");
+    let f = NDArray::from_vec(vec![0.5f32], &[1]).unwrap();
+    assert_eq!(invoke1("erfinv", &[&f], &[]).unwrap().to_vec::<f32>().unwrap(), vec![0.476_936_28f32]);
+    OpChecker::new("erfinv", &[arr(&[-0.8, -0.2, 0.1, 0.6])]).run().unwrap();
+}
