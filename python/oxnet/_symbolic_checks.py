@@ -195,8 +195,11 @@ def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=Non
         exe = s_.simple_bind(ctx, grad_req=grad_req, type_dict=type_dict, **config)
         runs.append((exe, type_dict))
     first = runs[0][0]
-    if arg_params is None:
-        arg_params = {n: rng.normal(size=a.shape).astype(rand_type) * scale for n, a in first.arg_dict.items()}
+    # as MXNet: the arguments arg_params leaves out get random values
+    arg_params = dict(arg_params or {})
+    for n, a in first.arg_dict.items():
+        if n not in arg_params:
+            arg_params[n] = rng.normal(size=a.shape).astype(rand_type) * scale
     if aux_params is None:
         aux_params = {n: np.zeros(a.shape, dtype=rand_type) for n, a in first.aux_dict.items()}
     results = []

@@ -38,9 +38,9 @@
 //! | [`indexing`] | gathering by index: `take`, `pick`, `one_hot`, `where` |
 //! | [`linalg`] | matrix products: `dot`, `batch_dot`, `FullyConnected`; MXNet's `linalg` family (`_linalg_gemm`, `_linalg_potrf`, `_linalg_gelqf`, `_linalg_syevd`, `_linalg_det`, ...) |
 //! | [`nn`] | layers: activations, softmax family, losses, `Dropout`, `Embedding`, `CTCLoss` |
-//! | [`conv`] | `Convolution` (1-D to 3-D, grouped and depth-wise, dilated) and `Deconvolution`, by im2col and the matrix product |
+//! | [`conv`] | `Convolution` (1-D to 3-D, grouped and depth-wise, dilated) and `Deconvolution`, by im2col and the matrix product; `Correlation`; `contrib.DeformableConvolution` (bilinear taps at learned offsets) |
 //! | [`pool`] | `Pooling`: max, avg, sum, lp over 1-D to 3-D windows; global; valid, full and same conventions |
-//! | [`resize`] | `UpSampling` (nearest, bilinear), `contrib.BilinearResize2D`, `ROIPooling`, `contrib.ROIAlign` |
+//! | [`resize`] | `UpSampling` (nearest, bilinear), `contrib.BilinearResize2D`, `ROIPooling`, `contrib.ROIAlign`, `contrib.PSROIPooling`, `contrib.RROIAlign` |
 //! | [`norm`] | `BatchNorm` (with `BatchNorm_v1`, `contrib.SyncBatchNorm`), its moving statistics auxiliary states; `LayerNorm`, `GroupNorm`, `InstanceNorm`; `L2Normalization`; `LRN` |
 //! | [`optimizer`] | the optimizers' update steps (`sgd_mom_update`, `adam_update`, multi-tensor forms) |
 //! | [`create`] | arrays without inputs: `_zeros`, `_ones`, `_full` |

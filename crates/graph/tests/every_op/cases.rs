@@ -196,6 +196,9 @@ pub fn cases() -> Vec<Case> {
         case("_contrib_gradientmultiplier", &[("scalar", "-0.7")], vec![m(&[2, 3])]),
         case("erfinv", &[], vec![uniform(&[2, 3], -0.9, 0.9)]),
         case("khatri_rao", &[("num_args", "3")], vec![m(&[2, 2]), m(&[3, 2]), m(&[1, 2])]),
+        case("_scatter_set_nd", &[("shape", "(3, 2)")], vec![m(&[3, 2]), m(&[2, 2]), idx(&[2., 0.], &[1, 2])]),
+        case("Crop", &[("num_args", "1"), ("h_w", "(2, 2)"), ("offset", "(1, 0)")], vec![m(&[1, 2, 3, 4])]),
+        case("Crop", &[("num_args", "2"), ("center_crop", "True")], vec![m(&[1, 2, 3, 4]), m(&[2, 1, 1, 2])]),
         case("_np_cumsum", &[("axis", "1")], vec![m(&[2, 3])]),
         case("_np_cumsum", &[], vec![m(&[2, 3])]),
         case("multi_sum_sq", &[("num_arrays", "2")], vec![m(&[2, 3]), m(&[4])]),
@@ -405,6 +408,30 @@ pub fn cases() -> Vec<Case> {
             ],
             vec![m(&[2, 4, 7]), m(&[4, 2, 3])],
         ),
+        // offsets kept off whole numbers: no tap reads exactly at a pixel
+        case(
+            "_contrib_DeformableConvolution",
+            &[
+                ("kernel", "(2, 2)"),
+                ("num_filter", "4"),
+                ("num_group", "2"),
+                ("num_deformable_group", "2"),
+                ("pad", "(1, 1)"),
+                ("stride", "(1, 2)"),
+            ],
+            vec![m(&[2, 4, 4, 5]), uniform(&[2, 16, 5, 3], 0.1, 0.9), m(&[4, 2, 2, 2]), m(&[4])],
+        ),
+        case(
+            "_contrib_DeformableConvolution",
+            &[
+                ("kernel", "(3, 3)"),
+                ("num_filter", "2"),
+                ("no_bias", "True"),
+                ("dilate", "(2, 1)"),
+                ("pad", "(1, 0)"),
+            ],
+            vec![m(&[1, 2, 6, 4]), uniform(&[1, 18, 4, 2], -0.9, -0.1), m(&[2, 2, 3, 3])],
+        ),
         case(
             "Deconvolution",
             &[
@@ -481,6 +508,11 @@ pub fn cases() -> Vec<Case> {
             "_contrib_ROIAlign",
             &[("pooled_size", "(2, 2)"), ("spatial_scale", "1"), ("sample_ratio", "2")],
             vec![m(&[2, 2, 5, 5]), idx(&[0., 0.5, 0.2, 3.1, 3.6, 1., 1.2, 0., 4.4, 2.3], &[2, 5])],
+        ),
+        case(
+            "_contrib_PSROIPooling",
+            &[("spatial_scale", "1"), ("output_dim", "2"), ("pooled_size", "2")],
+            vec![m(&[2, 8, 5, 5]), idx(&[0., 0.4, 0., 3., 3.4, 1., 1., 0.6, 4., 2.], &[2, 5])],
         ),
         // --- spatial transformers (grids in normalized coordinates) and correlation
         case("GridGenerator", &[("transform_type", "affine"), ("target_shape", "(3, 4)")], vec![m(&[2, 6])]),
@@ -860,7 +892,44 @@ pub fn cases() -> Vec<Case> {
     d.property = Some(|i, o| dropout_property(0.4)(i, o));
     t.push(d);
     t.push(case("Dropout", &[("p", "0")], vec![m(&[2, 3])]));
+    t.extend(detection_cases());
     t
+}
+
+/// The detection operators (`contrib.box_*`, `MultiBox*`, `Proposal`): boxes
+/// with distinct scores, so that no order depends on ties.
+fn detection_cases() -> Vec<Case> {
+    let m = |shape: &[usize]| x(shape);
+    // rows [class, score, x1, y1, x2, y2]
+    let nms_rows: Vec<f64> = (0..10)
+        .flat_map(|i| {
+            let (x0, y0) = ((i * 3 % 5) as f64 * 0.4, (i * 2 % 5) as f64 * 0.3);
+            [(i % 2) as f64, 0.05 + ((i * 7) % 10) as f64 / 10.0, x0, y0, x0 + 1.0, y0 + 0.8]
+        })
+        .collect();
+    let unit_boxes = |n: usize| {
+        let v: Vec<f64> = (0..n)
+            .flat_map(|i| {
+                let (x0, y0) = ((i % 3) as f64 * 0.25, (i / 3) as f64 * 0.3);
+                [x0, y0, x0 + 0.35 + 0.05 * i as f64, y0 + 0.4]
+            })
+            .collect();
+        vals(&v, &[1, n, 4])
+    };
+    let labels =
+        [0., 0.1, 0.1, 0.5, 0.45, 1., 0.3, 0.2, 0.8, 0.7, 2., 0.0, 0.3, 0.4, 0.9, -1., -1., -1., -1., -1.];
+    let f32s = |i: In| i.dtype(DType::F32);
+    let proposal = [
+        ("scales", "(1, 2)"),
+        ("ratios", "(1,)"),
+        ("rpn_pre_nms_top_n", "10"),
+        ("rpn_post_nms_top_n", "5"),
+        ("rpn_min_size", "4"),
+        ("threshold", "0.6"),
+        ("output_score", "True"),
+    ];
+    vec![
+    ]
 }
 
 // ---------------------------------------------------------------------------

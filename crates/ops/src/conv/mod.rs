@@ -1,7 +1,9 @@
 //! Convolution: `Convolution` (1-D to 3-D, grouped and depth-wise, dilated,
 //! padded, strided) and its transpose `Deconvolution` (with `adj` and
 //! `target_shape`), by im2col/col2im and the engine's matrix product; the
-//! operators `im2col` and `col2im` on the same kernels.
+//! operators `im2col` and `col2im` on the same kernels; FlowNet's
+//! `Correlation`; and `_contrib_DeformableConvolution`, whose 2-D taps
+//! read the data bilinearly at learned offsets.
 //!
 //! The window geometry ([`geometry`]) and the channel-last support
 //! ([`layout`]) are shared with the pooling family.
@@ -10,6 +12,7 @@ mod convolution;
 mod correlation;
 mod deconv_params;
 mod deconvolution;
+mod deformable;
 mod depthwise;
 pub(crate) mod geometry;
 mod im2col;
@@ -32,5 +35,6 @@ pub(crate) fn register() {
     convolution::register();
     correlation::register();
     deconvolution::register();
+    deformable::register();
     im2col_op::register();
 }

@@ -1,28 +1,35 @@
 //! Resizing and regions of interest: `UpSampling` (nearest, and bilinear
-//! through `Deconvolution`), `_contrib_BilinearResize2D`, `ROIPooling` and
-//! `_contrib_ROIAlign`, all on channel-first 4-D data (batch, channel,
-//! height, width), with backward kernels for the data.
+//! through `Deconvolution`), `_contrib_BilinearResize2D`, `ROIPooling`,
+//! `_contrib_ROIAlign`, `_contrib_PSROIPooling` (position-sensitive average
+//! pooling, R-FCN) and `_contrib_RROIAlign` (rotated regions), all on
+//! channel-first 4-D data (batch, channel, height, width), with backward
+//! kernels for the data (none for `_contrib_RROIAlign`, as in MXNet).
 //!
 //! `GridGenerator`, `BilinearSampler` and `SpatialTransformer` make and
 //! read sampling grids of normalized coordinates (spatial transformer
 //! networks), with gradients for the data, the grid and the affine matrices.
 //!
 //! The region operators take `rois` of shape (R, 5), one row
-//! `[batch_index, x1, y1, x2, y2]` per region; as in MXNet they pass no
-//! gradient to `rois` (a requested one is zero).
+//! `[batch_index, x1, y1, x2, y2]` per region (`_contrib_RROIAlign`: (R, 6),
+//! rows `[batch_index, center_x, center_y, width, height, theta_degrees]`);
+//! as in MXNet they pass no gradient to `rois` (a requested one is zero).
 
 mod bilinear_kernel;
 mod bilinear_resize;
 mod bilinear_sampler;
 mod grid_generator;
+mod psroi_pooling;
 mod roi_align;
 mod roi_pooling;
+mod rroi_align;
 mod sampling_grid;
 mod spatial_transformer;
 mod upsampling;
 
 #[cfg(test)]
 mod mx_values;
+#[cfg(test)]
+mod psroi_rroi_tests;
 #[cfg(test)]
 mod roi_tests;
 #[cfg(test)]
@@ -36,7 +43,7 @@ use crate::conv::geometry::fmt_tuple;
 use num_traits::{Float, NumCast};
 use oxnet_core::attrs::Attrs;
 use oxnet_core::shape::Shape;
-use oxnet_core::{DType, Error, NDArray, Req, Result};
+use oxnet_core::{AttrKind, AttrSpec, BackwardArgs, DType, Error, NDArray, Req, Result};
 
 /// Registers this module's operators.
 pub(crate) fn register() {
@@ -44,6 +51,8 @@ pub(crate) fn register() {
     bilinear_resize::register();
     roi_pooling::register();
     roi_align::register();
+    psroi_pooling::register();
+    rroi_align::register();
     grid_generator::register();
     bilinear_sampler::register();
     spatial_transformer::register();
@@ -105,6 +114,11 @@ fn roi_params(op: &str, attrs: &Attrs) -> Result<RoiParams> {
             ))
         }
     };
+    Ok(RoiParams { pooled, scale: spatial_scale(op, attrs)? })
+}
+
+/// The `spatial_scale` attribute, in [0, 1], as the float32 MXNet keeps.
+fn spatial_scale(op: &str, attrs: &Attrs) -> Result<f32> {
     let scale = attrs.float("spatial_scale")?;
     if !(0.0..=1.0).contains(&scale) {
         return Err(Error::attr(
@@ -112,8 +126,11 @@ fn roi_params(op: &str, attrs: &Attrs) -> Result<RoiParams> {
             format!("{op}: spatial_scale must lie in [0, 1], got {scale}"),
         ));
     }
-    Ok(RoiParams { pooled, scale: scale as f32 })
+    Ok(scale as f32)
 }
+
+/// The columns of a `rois` row of `ROIPooling` and `ROIAlign`.
+const CORNER_ROW: [&str; 5] = ["batch_index", "x1", "y1", "x2", "y2"];
 
 /// Shape inference shared by the region operators: data (N, C, H, W) and
 /// rois (R, 5) give (R, `channels(C)`, pooled height, pooled width); over
@@ -125,6 +142,19 @@ fn roi_infer_shape(
     ins: &mut [Option<Shape>],
     outs: &mut [Option<Shape>],
 ) -> Result<()> {
+    roi_infer_shape_rows(op, p, &CORNER_ROW, channels, ins, outs)
+}
+
+/// [`roi_infer_shape`] for `rois` rows of the columns `row` (R, `row.len()`).
+fn roi_infer_shape_rows(
+    op: &str,
+    p: &RoiParams,
+    row: &[&str],
+    channels: impl Fn(usize) -> Result<usize>,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
+    let width = row.len();
     let data = ins[0].clone();
     let rois = ins[1].clone();
     let mut out = [0, 0, p.pooled[0], p.pooled[1]];
@@ -135,16 +165,17 @@ fn roi_infer_shape(
         }
     }
     match &rois {
-        Some(r) if r.len() != 2 || (r[1] != 5 && r[1] != 0) => {
+        Some(r) if r.len() != 2 || (r[1] != width && r[1] != 0) => {
             return Err(Error::Shape(format!(
-                "{op}: rois must have shape (num_rois, 5), rows [batch_index, x1, y1, x2, y2], got shape {}",
+                "{op}: rois must have shape (num_rois, {width}), rows [{}], got shape {}",
+                row.join(", "),
                 fmt_tuple(r)
             )))
         }
         Some(r) => {
             out[0] = r[0];
             let mut full = r.clone();
-            full[1] = 5;
+            full[1] = width;
             ins[1] = Some(full);
         }
         None => {}
@@ -186,6 +217,50 @@ fn roi_infer_type(op: &str, ins: &mut [Option<DType>], outs: &mut [Option<DType>
 fn batch_index(v: f64, n: usize) -> Option<usize> {
     let b = v.trunc();
     (b >= 0.0 && b < n as f64).then_some(b as usize)
+}
+
+/// The image that row `row` of `rois` reads: its batch index `v`
+/// (truncated toward zero) must name one of the `n` images of the data.
+fn region_image(op: &str, v: f64, n: usize, row: usize) -> Result<usize> {
+    batch_index(v, n).ok_or_else(|| {
+        Error::Invalid(format!(
+            "{op}: rois row {row} has batch_index {v}, but the data holds {n} image(s) (valid: 0 to {})",
+            n as i64 - 1
+        ))
+    })
+}
+
+/// The saved head gradient (made contiguous) and `rois` of a region
+/// operator's backward kernel.
+fn roi_grad_inputs(op: &str, args: &BackwardArgs) -> Result<(NDArray, NDArray)> {
+    let missing = || Error::Autograd(format!("{op}: the backward kernel lacks a saved array"));
+    let dy = args.out_grads[0].as_ref().ok_or_else(missing)?;
+    let rois = args.inputs[1].as_ref().ok_or_else(missing)?;
+    Ok((if dy.is_contiguous() { dy.clone() } else { dy.copy()? }, rois.clone()))
+}
+
+/// Fills `out`, `unit` elements at a time, in parallel: `f(k, part)` gets
+/// unit `k` (a few tasks per thread, each of consecutive units).
+fn for_each_unit<T: Send>(out: &mut [T], unit: usize, f: impl Fn(usize, &mut [T]) + Sync) {
+    if unit == 0 || out.is_empty() {
+        return;
+    }
+    let units = out.len() / unit;
+    let per = units.div_ceil(oxnet_core::parallel::num_threads() * 4).max(1);
+    oxnet_core::parallel::for_each_chunk_mut(out, per * unit, |t, part| {
+        for (k, u) in part.chunks_exact_mut(unit).enumerate() {
+            f(t * per + k, u);
+        }
+    });
+}
+
+/// The `spatial_scale` attribute of the region operators.
+fn spatial_scale_attr() -> AttrSpec {
+    AttrSpec::required(
+        "spatial_scale",
+        AttrKind::Float,
+        "Ratio of the data's size to the rois' coordinates, in [0, 1].",
+    )
 }
 
 /// Writes the zero gradient of input 1 (`rois`, or `like`) when one is

@@ -63,7 +63,7 @@ struct Frame<C> {
 
 /// The most sampling points a bin may have (an adaptive grid over a huge or
 /// infinite region would not end).
-const MAX_SAMPLES: usize = 1 << 20;
+pub(super) const MAX_SAMPLES: usize = 1 << 20;
 
 /// The frame of region row `r`, index `i`, for a batch of `n`.
 fn frame<C: Float>(p: &AlignParams, r: [C; 5], i: usize, n: usize) -> Result<Frame<C>> {
@@ -131,14 +131,14 @@ fn frames<T: FloatElement>(p: &AlignParams, rois: &[T], n: usize) -> Result<Vec<
 /// One sampling point: the four data positions around it in a plane and
 /// their weights; `valid` is false for a point off the data (weights 0).
 #[derive(Clone, Copy)]
-struct Sample<C> {
-    pos: [usize; 4],
-    w: [C; 4],
+pub(super) struct Sample<C> {
+    pub(super) pos: [usize; 4],
+    pub(super) w: [C; 4],
     valid: bool,
 }
 
 /// The bilinear sample at `(y, x)` of an `h` x `w` plane.
-fn sample<C: Float>(mut y: C, mut x: C, h: usize, w: usize) -> Sample<C> {
+pub(super) fn sample<C: Float>(mut y: C, mut x: C, h: usize, w: usize) -> Sample<C> {
     let (hf, wf): (C, C) = (cast(h as f64), cast(w as f64));
     let minus_one: C = cast(-1.0);
     if h == 0 || w == 0 || y < minus_one || y > hf || x < minus_one || x > wf {
