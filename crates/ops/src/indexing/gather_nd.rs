@@ -127,7 +127,56 @@ fn register_scatter(name: &'static str, accumulate: bool, doc: &str) {
     );
 }
 
+/// `_scatter_set_nd`: `lhs` with the rows at `indices` replaced by `rhs`'s.
+fn register_scatter_set() {
+    const OP: &str = "_scatter_set_nd";
+    registry::register(
+        OpDef::new(OP)
+            .alias("_npi_scatter_set_nd")
+            .doc("lhs with the elements or rows at the index tuples in the columns of `indices` (gather_nd's layout) replaced by those of `rhs`; `shape` is lhs's. Called with out=lhs it assigns in place (advanced-index assignment). Gradients: lhs's with the replaced rows zeroed, rhs's gathered.")
+            .arguments(&["lhs", "rhs", "indices"])
+            .attr(AttrSpec::required("shape", AttrKind::Ints, "Shape of lhs and of the output."))
+            .infer_shape(|attrs, ins, outs| {
+                let shape = shape_attr(OP, attrs)?;
+                if let Some(idx) = ins[2].clone() {
+                    set_shape(&mut ins[1], gathered_shape(OP, &shape, &idx)?, "_scatter_set_nd: rhs")?;
+                }
+                set_shape(&mut ins[0], shape.clone(), "_scatter_set_nd: lhs")?;
+                set_shape(&mut outs[0], shape, "the output of _scatter_set_nd")
+            })
+            .infer_type(lhs_dtype)
+            .forward(|ctx, ins, outs| {
+                let (lhs, rhs, out) = (&ins[0], &ins[1], &outs[0]);
+                if rhs.dtype() != lhs.dtype() {
+                    return Err(Error::DType(format!("{OP}: rhs is {} but lhs is {}", rhs.dtype(), lhs.dtype())));
+                }
+                let (offs, inner) = row_offsets(OP, lhs.shape(), &ins[2])?;
+                let rhs = if rhs.is_contiguous() { rhs.clone() } else { rhs.copy()? };
+                let merged = lhs.copy()?;
+                oxnet_core::with_dtype!(lhs.dtype(), T => scatter(rhs.as_slice::<T>()?, &offs, inner, merged.as_mut_slice::<T>()?, false));
+                if ctx.req[0] == Req::Null {
+                    return Ok(());
+                }
+                oxnet_core::store::store(ctx.req[0], out, &merged)
+            })
+            .grad_rule(|g| {
+                let (dy, rhs, idx) = (&g.out_grads[0], &g.inputs[1], &g.inputs[2]);
+                let needs = |i: usize| g.needs_grad.get(i).copied().unwrap_or(false);
+                let dl = if needs(0) {
+                    let zeros = crate::util::call("zeros_like", &[rhs], &[])?;
+                    let shape = ints_attr(dy.shape());
+                    Some(crate::util::call(OP, &[dy, &zeros, idx], &[("shape", shape)])?)
+                } else {
+                    None
+                };
+                let dr = if needs(1) { Some(crate::util::call("gather_nd", &[dy, idx], &[])?) } else { None };
+                Ok(vec![dl, dr, None])
+            }),
+    );
+}
+
 pub(super) fn register() {
+    register_scatter_set();
     registry::register(
         OpDef::new("gather_nd")
             .doc("Gathers elements or slices of `data` at the index tuples in the columns of `indices`, of shape (M, Y0, ..., Y(K-1)): the output, of shape (Y0, ..., Y(K-1), XM, ..., X(N-1)), is data[indices[0, y], ..., indices[M-1, y]] at y. Negative indices count from the end; others out of range raise IndexError. The gradient adds up over repeated indices.")
@@ -210,6 +259,35 @@ mod tests {
         };
         y.backward().unwrap();
         assert_eq!(vals(&d.grad().unwrap()), vec![1., 0., 0., 0., 0., 2.]);
+    }
+
+    #[test]
+    fn scatter_set_keeps_what_it_does_not_index() {
+        // MXNet's documented example: rows (1, 0) and (1, 1) and (0, 0) of a 2x2 of ones
+        let lhs = NDArray::from_vec(vec![1.0f64; 4], &[2, 2]).unwrap();
+        let rhs = idx(&[2., 3., 0.], &[3]);
+        let indices = idx(&[1., 1., 0., 0., 1., 0.], &[2, 3]);
+        let y = invoke1("_scatter_set_nd", &[&lhs, &rhs, &indices], &[("shape", "(2, 2)".into())]).unwrap();
+        assert_eq!(vals(&y), vec![0., 1., 2., 3.]);
+        // rows of a matrix, in place
+        let m = iota(&[3, 2]);
+        let rows = idx(&[7., 8., 9., 10.], &[2, 2]);
+        oxnet_core::invoke_into(
+            &oxnet_core::registry::get("_scatter_set_nd").unwrap(),
+            &[&m, &rows, &idx(&[2., 0.], &[1, 2])],
+            &oxnet_core::registry::get("_scatter_set_nd").unwrap().parse_attrs(&[("shape", "(3, 2)".into())]).unwrap(),
+            std::slice::from_ref(&m),
+            &[Req::Write],
+        )
+        .unwrap();
+        assert_eq!(vals(&m), vec![9., 10., 2., 3., 7., 8.]);
+        let e = invoke1("_scatter_set_nd", &[&lhs, &rhs, &idx(&[2., 0., 0.], &[1, 3])], &[("shape", "(2, 2)".into())]);
+        assert!(e.unwrap_err().to_string().contains("_scatter_set_nd"));
+        OpChecker::new("_scatter_set_nd", &[iota(&[3, 2]), idx(&[0.5, -1.5], &[1, 2]), idx(&[2.], &[1, 1])])
+            .attr("shape", "(3, 2)")
+            .no_grad(&[2])
+            .run()
+            .unwrap();
     }
 
     #[test]

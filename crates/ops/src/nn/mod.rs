@@ -7,6 +7,7 @@ mod activation_grad;
 mod ctc;
 mod dropout;
 mod embedding;
+mod kl_sparse_reg;
 mod loss;
 mod loss_output;
 mod prelu;
@@ -26,6 +27,7 @@ pub(crate) fn register() {
     activation_grad::register();
     dropout::register();
     embedding::register();
+    kl_sparse_reg::register();
     loss::register();
     loss_output::register();
     ctc::register();

@@ -15,6 +15,7 @@ mod reshape;
 pub(crate) use reshape::lhs_dtype;
 mod amp_cast;
 mod broadcast_axis;
+mod crop;
 mod depth_to_space;
 mod diag;
 mod pad;
@@ -46,6 +47,7 @@ pub(crate) fn register() {
     depth_to_space::register();
     diag::register();
     amp_cast::register();
+    crop::register();
 }
 
 /// Fills an inferred shape slot, or checks it against what it already holds.
