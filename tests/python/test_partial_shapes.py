@@ -91,3 +91,22 @@ def test_arange_with_infer_range_takes_its_length_from_a_consumer():
     # imperatively it is ignored, with a warning
     with pytest.warns(DeprecationWarning, match="infer_range"):
         np.testing.assert_array_equal(mx.nd.arange(3, None, infer_range=True).asnumpy(), [0, 1, 2])
+
+
+def test_bound_zero_size_arrays_are_real_shapes():
+    # a bound array's 0 extent is a zero-size axis, and so is what operators
+    # infer from it (MXNet 1.9.1: test_operator's test_index_array)
+    with mx.np_shape():
+        y = mx.sym.contrib.index_array(mx.sym.var("data")).bind(mx.cpu(), args=[mx.nd.ones(())]).forward()[0]
+        assert y.shape == (0,)
+        z = mx.sym.contrib.index_array(mx.sym.var("data"), axes=(2, 1))
+        assert z.bind(mx.cpu(), args=[mx.nd.ones((0, 0, 0, 0))]).forward()[0].shape == (0, 0, 0, 0, 2)
+    x = mx.sym.var("x")
+    empty = mx.nd.array(np.zeros((0, 3), dtype=np.float32))
+    grad = mx.nd.array(np.zeros((0, 3), dtype=np.float32))
+    exe = (mx.sym.sum(x * 2, axis=1) + 1).bind(mx.cpu(), args={"x": empty}, args_grad={"x": grad})
+    assert exe.forward(is_train=True)[0].shape == (0,)
+    exe.backward([mx.nd.array(np.zeros((0,), dtype=np.float32))])
+    assert grad.shape == (0, 3)
+    # a declared 0 is still an unknown extent
+    assert mx.sym.sin(mx.sym.var("w", shape=(0, 3))).infer_shape_partial()[1] == [(0, 3)]

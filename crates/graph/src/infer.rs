@@ -4,7 +4,9 @@
 //!
 //! Shapes are partial as in MXNet 1.x: `None` is an unknown shape and a
 //! dimension of 0 an unknown extent (so `(64, 0)` is a weight whose input
-//! size is still to be learnt). An operator with partial inference
+//! size is still to be learnt), except in the shapes of real arrays given
+//! to [`infer_complete`] and what operators infer from those alone, where
+//! 0 is a zero-size axis. An operator with partial inference
 //! (`OpDef::infer_shape_partial`) sees every shape known so far; any other
 //! sees a shape only once it is complete. What an operator fills in is
 //! checked against what is already known, and a conflict is an error naming
@@ -68,30 +70,58 @@ pub fn infer_shapes_with_heads(
     given: &HashMap<String, Vec<usize>>,
     heads: &[PartialShape],
 ) -> Result<Vec<PartialShape>> {
-    let mut shapes: Vec<PartialShape> = vec![None; g.num_entries()];
+    Ok(infer_shape_facts(g, given, heads, false)?.into_iter().map(|f| f.shape).collect())
+}
+
+/// What inference knows of one entry: its partial shape, and whether that
+/// shape is exact (a 0 extent in it is a real zero-size axis, not an
+/// unknown one).
+#[derive(Clone, Debug, Default)]
+struct ShapeFact {
+    shape: PartialShape,
+    exact: bool,
+}
+
+impl ShapeFact {
+    /// Whether every extent is known: exact, or with no 0 extent.
+    fn known(&self) -> bool {
+        self.shape.is_some() && (self.exact || is_complete(&self.shape))
+    }
+}
+
+/// Shape facts of every entry; with `given_exact`, the `given` shapes are
+/// those of real arrays (a bound executor's), exact even where they hold a
+/// 0 extent, and so is whatever operators infer from exact inputs alone.
+fn infer_shape_facts(
+    g: &IndexedGraph,
+    given: &HashMap<String, Vec<usize>>,
+    heads: &[PartialShape],
+    given_exact: bool,
+) -> Result<Vec<ShapeFact>> {
+    let mut facts: Vec<ShapeFact> = vec![ShapeFact::default(); g.num_entries()];
     for n in g.variables() {
         let node = &g.nodes[n];
         let e = g.entry(n, 0);
         // a shape given for this call overrides the declared one, as in MXNet
         if let Some(s) = given.get(&node.name) {
-            shapes[e] = Some(s.clone());
+            facts[e] = ShapeFact { shape: Some(s.clone()), exact: given_exact };
         } else if let Some(text) = node.attr("__shape__") {
             let s =
                 parse_shape(&text).map_err(|err| Error::Shape(format!("variable `{}`: {err}", node.name)))?;
             if !s.is_empty() {
-                shapes[e] = Some(s);
+                facts[e].shape = Some(s);
             }
         }
     }
     for (&(n, k), h) in g.heads.iter().zip(heads) {
         if let Some(h) = h {
-            unify_shape(&mut shapes[g.entry(n, k)], h).map_err(|_| {
+            unify_shape(&mut facts[g.entry(n, k)].shape, h).map_err(|_| {
                 Error::Shape(format!("output {} of the graph: shape conflict", slot_label(g, n, k)))
             })?;
         }
     }
-    fixed_point(g, &mut shapes, infer_node_shape)?;
-    Ok(shapes)
+    fixed_point(g, &mut facts, infer_node_shape)?;
+    Ok(facts)
 }
 
 /// Dtypes of every entry of `g`, from `given` dtypes by variable name and,
@@ -221,42 +251,58 @@ fn node_inference<T>(
     }
 }
 
-fn infer_node_shape(g: &IndexedGraph, n: usize, shapes: &mut [PartialShape]) -> Result<bool> {
+fn infer_node_shape(g: &IndexedGraph, n: usize, facts: &mut [ShapeFact]) -> Result<bool> {
     let node = &g.nodes[n];
     let call = node.op.as_ref().expect("operator node");
     let (in_entries, out_entries) = node_entries(g, n);
-    if in_entries.iter().chain(&out_entries).all(|&e| is_complete(&shapes[e])) {
+    if in_entries.iter().chain(&out_entries).all(|&e| facts[e].known()) {
         return Ok(false);
     }
+    // exact inputs alone (a zero-size array among them) go to the
+    // operator's own complete inference, whose outputs are then exact too
+    let all_exact = !in_entries.is_empty() && in_entries.iter().all(|&e| facts[e].exact && facts[e].known());
     let (mut ins, mut outs);
-    if let Some(partial) = &call.op.infer_shape_partial {
-        // The operator reads partial shapes and errs only on a conflict.
-        let given = |e: &usize| shapes[*e].as_deref().map(Shape::from_slice);
-        ins = in_entries.iter().map(given).collect::<Vec<_>>();
-        outs = out_entries.iter().map(given).collect::<Vec<_>>();
-        guarded(|| partial(&call.attrs, &mut ins, &mut outs))
-            .map_err(|e| Error::Shape(format!("node `{}` ({}): {e}", node.name, call.op.name)))?;
-    } else {
-        let full =
-            |e: &usize| is_complete(&shapes[*e]).then(|| Shape::from_slice(shapes[*e].as_ref().unwrap()));
-        ins = in_entries.iter().map(full).collect();
-        outs = out_entries.iter().map(full).collect();
-        let known = ins.clone();
-        if !node_inference(
-            g,
-            n,
-            &known,
-            || (call.op.infer_shape)(&call.attrs, &mut ins, &mut outs),
-            Error::Shape,
-        )? {
-            return Ok(false);
+    match &call.op.infer_shape_partial {
+        Some(partial) if !all_exact => {
+            // The operator reads partial shapes and errs only on a conflict.
+            let given = |e: &usize| facts[*e].shape.as_deref().map(Shape::from_slice);
+            ins = in_entries.iter().map(given).collect::<Vec<_>>();
+            outs = out_entries.iter().map(given).collect::<Vec<_>>();
+            guarded(|| partial(&call.attrs, &mut ins, &mut outs))
+                .map_err(|e| Error::Shape(format!("node `{}` ({}): {e}", node.name, call.op.name)))?;
+        }
+        _ => {
+            let full = |e: &usize| facts[*e].known().then(|| Shape::from_slice(facts[*e].shape.as_ref().unwrap()));
+            ins = in_entries.iter().map(full).collect();
+            outs = out_entries.iter().map(full).collect();
+            let known = ins.clone();
+            if !node_inference(
+                g,
+                n,
+                &known,
+                || (call.op.infer_shape)(&call.attrs, &mut ins, &mut outs),
+                Error::Shape,
+            )? {
+                return Ok(false);
+            }
         }
     }
+    let n_in = in_entries.len();
     let mut changed = false;
     for (k, (slot, &e)) in ins.iter().zip(&in_entries).chain(outs.iter().zip(&out_entries)).enumerate() {
         let Some(s) = slot else { continue };
-        let before = shapes[e].clone();
-        match unify_shape(&mut shapes[e], s) {
+        let before = facts[e].shape.clone();
+        let merged = if facts[e].exact {
+            // an exact shape takes nothing new, and must agree
+            if before.as_deref() == Some(&s[..]) { Ok(false) } else { Err(()) }
+        } else {
+            unify_shape(&mut facts[e].shape, s)
+        };
+        if all_exact && k >= n_in && !facts[e].exact {
+            facts[e].exact = true;
+            changed = true;
+        }
+        match merged {
             Ok(c) => changed |= c,
             Err(()) => {
                 return Err(Error::Shape(format!(
@@ -311,21 +357,23 @@ fn infer_node_dtype(g: &IndexedGraph, n: usize, types: &mut [Option<DType>]) -> 
 
 /// Complete shapes and dtypes of every entry of `g` from the variables'
 /// (as [`infer_shapes`] and [`infer_dtypes`]), or an error naming the first
-/// node whose output stays unknown.
+/// node whose output stays unknown. The given shapes are those of arrays
+/// (a bound executor's), so a 0 extent in them is a zero-size axis, and
+/// so is one that operators infer from such shapes.
 pub fn infer_complete(
     g: &IndexedGraph,
     shapes: &HashMap<String, Vec<usize>>,
     types: &HashMap<String, DType>,
 ) -> Result<(Vec<Vec<usize>>, Vec<DType>)> {
-    let s = infer_shapes(g, shapes)?;
+    let facts = infer_shape_facts(g, shapes, &[], true)?;
     let t = infer_dtypes(g, types)?;
-    let mut out_s = Vec::with_capacity(s.len());
+    let mut out_s = Vec::with_capacity(facts.len());
     let mut out_t = Vec::with_capacity(t.len());
     for (n, node) in g.nodes.iter().enumerate() {
         for k in 0..g.num_outputs(n) {
             let e = g.entry(n, k);
-            match (&s[e], t[e]) {
-                (Some(shape), Some(dtype)) if is_complete(&s[e]) => {
+            match (&facts[e].shape, t[e]) {
+                (Some(shape), Some(dtype)) if facts[e].known() => {
                     out_s.push(shape.clone());
                     out_t.push(dtype);
                 }
