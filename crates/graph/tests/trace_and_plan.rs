@@ -307,3 +307,21 @@ fn backward_runs_after_a_forward_in_either_mode_and_forwards_first_without_one()
     assert_eq!(exe.grad_arrays()[0].as_ref().unwrap().to_vec::<f32>().unwrap(), vec![4.0, 5.0, 6.0]);
     assert_eq!(exe.grad_arrays()[1].as_ref().unwrap().to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0]);
 }
+
+#[test]
+fn in_place_pairs_past_a_nodes_outputs_are_ignored() {
+    // preloaded_multi_sgd_update declares (input 2i, output i) for 64 weights; with
+    // num_weights = 1 the pair (2, 1) names its `lrs` input and an output it lacks
+    let names = ["w", "g", "lrs", "wds"];
+    let vars: Vec<Symbol> = names.iter().map(|n| Symbol::var(n)).collect();
+    let refs: Vec<&Symbol> = vars.iter().collect();
+    let sym = Symbol::op("preloaded_multi_sgd_update", &refs, &[("num_weights", 1.into())], None).unwrap();
+    let shapes = HashMap::from([("w".to_string(), vec![1]), ("g".to_string(), vec![1])]);
+    let mut exe =
+        simple_bind(&sym, Device::Cpu, &GradReqs::All(Req::Null), &HashMap::new(), &shapes).unwrap();
+    for (a, v) in exe.arg_arrays().iter().zip([1.0, 2.0, 0.5, 0.0]) {
+        a.fill(v).unwrap();
+    }
+    exe.forward(false).unwrap();
+    assert_eq!(exe.outputs()[0].to_vec::<f64>().unwrap(), vec![0.0]);
+}

@@ -4,7 +4,11 @@
 ``oxnet.ndarray._ops.refresh``.
 
 Also MXNet's Python helpers of ``mx.nd.contrib``: ``isnan``, ``isinf`` and
-``isfinite`` (element-wise 1 or 0 in the input's dtype).
+``isfinite`` (element-wise 1 or 0 in the input's dtype), ``rand_zipfian``,
+and the multi-tensor optimizer updates ``multi_adamw_update``,
+``multi_mp_adamw_update``, ``multi_lamb_update`` and
+``multi_mp_lamb_update``, which take lists of arrays and call the registry
+operators ``_multi_adamw_update`` (...) with MXNet's signatures.
 """
 
 import numpy as _np
@@ -48,3 +52,75 @@ def rand_zipfian(true_classes, num_sampled, range_max, ctx=None):
     sampled_cls = sampled_classes.astype("float64")
     expected_count_sampled = ((sampled_cls + 2.0) / (sampled_cls + 1.0)).log() / log_range * num_sampled
     return sampled_classes, expected_count_true, expected_count_sampled
+
+
+def _flatten_list(nested_list):
+    return [item for sublist in nested_list for item in sublist]
+
+
+def _get_rescale_grad(rescale_grad, ctx):
+    """``rescale_grad`` as a one-element array on ``ctx`` (a number becomes
+    a float32 array, as in MXNet)."""
+    from .. import ndarray as _nd
+    if not isinstance(rescale_grad, _nd.NDArray):
+        return _nd.full(shape=(1,), val=rescale_grad, ctx=ctx)
+    return rescale_grad.as_in_context(ctx)
+
+
+def multi_adamw_update(weights, grads, mean, var, rescale_grad, lrs, wds, etas,
+                       out=None, name=None, size=0, **kwargs):
+    """AdamW over the lists ``weights``, ``grads``, ``mean``, ``var`` in one
+    call (``_multi_adamw_update``): ``lrs``, ``wds`` and ``etas`` give each
+    weight's rates, ``rescale_grad`` (a number or a one-element array)
+    rescales every gradient, and a ``rescale_grad`` of 0, NaN or infinity
+    skips the update. ``mean`` and ``var`` are updated in place; pass
+    ``out=weights`` to update the weights in place."""
+    from . import _internal
+    if not size:
+        size = len(weights)
+    rescale_grad = _get_rescale_grad(rescale_grad, ctx=weights[0].context)
+    temp_list = _flatten_list(zip(weights, grads, mean, var)) + [rescale_grad]
+    return _internal._multi_adamw_update(*temp_list, out=out, num_weights=size, lrs=lrs, wds=wds,
+                                         etas=etas, name=name, **kwargs)
+
+
+def multi_mp_adamw_update(weights, grads, mean, var, weights32, rescale_grad, lrs, wds, etas,
+                          out=None, name=None, size=0, **kwargs):
+    """Multi-precision :func:`multi_adamw_update` (``_multi_mp_adamw_update``):
+    the float32 master copies ``weights32`` and float32 ``mean`` and ``var``
+    are updated in place; the outputs are the new weights in their dtype."""
+    from . import _internal
+    if not size:
+        size = len(weights)
+    rescale_grad = _get_rescale_grad(rescale_grad, ctx=weights[0].context)
+    temp_list = _flatten_list(zip(weights, grads, mean, var, weights32)) + [rescale_grad]
+    return _internal._multi_mp_adamw_update(*temp_list, out=out, num_weights=size, lrs=lrs, wds=wds,
+                                            etas=etas, name=name, **kwargs)
+
+
+def multi_lamb_update(weights, grads, mean, var, step_count,
+                      lrs, wds, out=None, num_tensors=0, **kwargs):
+    """LAMB over the lists ``weights``, ``grads``, ``mean``, ``var`` in one
+    call (``_multi_lamb_update``): ``step_count``, ``lrs`` and ``wds`` give
+    each tensor's update index (from 1), learning rate and weight decay.
+    ``mean`` and ``var`` are updated in place; pass ``out=weights`` to
+    update the weights in place."""
+    from . import _internal
+    if not num_tensors:
+        num_tensors = len(weights)
+    temp_list = _flatten_list(zip(weights, grads, mean, var))
+    return _internal._multi_lamb_update(*temp_list, out=out, num_tensors=num_tensors, step_count=step_count,
+                                        learning_rates=lrs, wds=wds, **kwargs)
+
+
+def multi_mp_lamb_update(weights, grads, mean, var, weights32, step_count,
+                         lrs, wds, out=None, num_tensors=0, **kwargs):
+    """Multi-precision :func:`multi_lamb_update` (``_multi_mp_lamb_update``):
+    the float32 master copies ``weights32`` and float32 ``mean`` and ``var``
+    are updated in place; the outputs are the new weights in their dtype."""
+    from . import _internal
+    if not num_tensors:
+        num_tensors = len(weights)
+    temp_list = _flatten_list(zip(weights, grads, mean, var, weights32))
+    return _internal._multi_mp_lamb_update(*temp_list, out=out, num_tensors=num_tensors,
+                                           step_count=step_count, learning_rates=lrs, wds=wds, **kwargs)

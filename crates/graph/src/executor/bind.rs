@@ -278,6 +278,11 @@ impl Executor {
                     .inplace
                     .iter()
                     .filter_map(|&(i, o)| {
+                        // the pairs are declared for any count of inputs and
+                        // outputs (multi-tensor updates): skip those past this node's
+                        if o >= graph.num_outputs(n) {
+                            return None;
+                        }
                         let &(m, k) = graph.inputs[n].get(i)?;
                         let (ie, oe) = (graph.entry(m, k), graph.entry(n, o));
                         let same = all_shapes[ie] == all_shapes[oe] && all_types[ie] == all_types[oe];

@@ -21,15 +21,18 @@ use num_traits::{Float, Zero};
 use oxnet_core::attrs::Attrs;
 use oxnet_core::{registry, AttrKind, AttrSpec, DType, Error, FloatElement, NDArray, OpContext, Req, Result};
 
-fn beta1_attr() -> AttrSpec {
+/// `beta1` (default 0.9).
+pub(super) fn beta1_attr() -> AttrSpec {
     AttrSpec::optional("beta1", AttrKind::Float, 0.9, "The decay rate of the first moment estimates.")
 }
 
-fn beta2_attr() -> AttrSpec {
+/// `beta2` (default 0.999).
+pub(super) fn beta2_attr() -> AttrSpec {
     AttrSpec::optional("beta2", AttrKind::Float, 0.999, "The decay rate of the second moment estimates.")
 }
 
-fn epsilon_attr() -> AttrSpec {
+/// `epsilon` (default 1e-8).
+pub(super) fn epsilon_attr() -> AttrSpec {
     AttrSpec::optional("epsilon", AttrKind::Float, 1e-8, "A small constant for numerical stability.")
 }
 
@@ -73,53 +76,80 @@ fn adam(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
     })
 }
 
-/// The value of the `rescale_grad` array, or `None` when the step must be
-/// skipped (0, NaN, infinite); in that case the output receives the weight.
-fn adamw_scale(ctx: &OpContext, scale: &NDArray, weight: &NDArray, out: &NDArray) -> Result<Option<f64>> {
+/// The value of an AdamW `rescale_grad` array, or `None` when the step must
+/// be skipped (0, NaN, infinite).
+pub(super) fn adamw_scale(scale: &NDArray) -> Result<Option<f64>> {
     let s = scale.to_scalar()?;
-    if s.is_finite() && s != 0.0 {
-        return Ok(Some(s));
-    }
-    if matches!(ctx.req[0], Req::Write | Req::Inplace) && weight.raw_ptr() != out.raw_ptr() {
-        out.assign_from(weight)?;
-    }
-    Ok(None)
+    Ok((s.is_finite() && s != 0.0).then_some(s))
 }
 
-/// The float attributes of the AdamW kernels (besides the moments').
-const ADAMW_FLOATS: [&str; 4] = ["lr", "wd", "eta", "clip_gradient"];
+/// A skipped step: weight and states stay as they are, and an output that
+/// is not the weight itself receives the weight.
+pub(super) fn skip_step(req: Req, weight: &NDArray, out: &NDArray) -> Result<()> {
+    if matches!(req, Req::Write | Req::Inplace) && weight.raw_ptr() != out.raw_ptr() {
+        out.assign_from(weight)?;
+    }
+    Ok(())
+}
 
-fn adamw(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
-    let Some(scale) = adamw_scale(ctx, &ins[4], &ins[0], &outs[0])? else { return Ok(()) };
-    let a = ctx.attrs;
-    oxnet_core::with_float_dtype!(ins[0].dtype(), T => {
+/// AdamW's rates for one tensor.
+#[derive(Clone, Copy)]
+pub(super) struct Rates {
+    /// The learning rate `lr`.
+    pub(super) lr: f64,
+    /// The weight decay `wd`.
+    pub(super) wd: f64,
+    /// The schedule multiplier `eta`.
+    pub(super) eta: f64,
+}
+
+/// One AdamW step of `group` (`weight, grad, mean, var`, then the float32
+/// master copy `weight32` in the multi-precision form) into `out` under
+/// `req`, with the valid rescale factor `scale`; `beta1`, `beta2`,
+/// `epsilon` and `clip_gradient` come from the attributes `a`.
+pub(super) fn adamw_step(
+    a: &Attrs,
+    r: Rates,
+    scale: f64,
+    req: Req,
+    group: &[NDArray],
+    out: &NDArray,
+) -> Result<()> {
+    let bound = a.float("clip_gradient")?;
+    let (weight, grad, mean, var) = (&group[0], &group[1], &group[2], &group[3]);
+    if let Some(w32) = group.get(4) {
+        let m = Moments::<f32>::from_attrs(a)?;
+        let [lr, wd, eta, rs, cg]: [f32; 5] = [r.lr, r.wd, r.eta, scale, bound].map(cst);
+        return with_mp_dtype!(weight.dtype(), T => {
+            update_elementwise::<T, f32, 3>(
+                req, weight, grad, [mean, var, w32], ["mean", "var", "weight32"], out,
+                move |_, g, s| {
+                    let [mean, var, w32] = s;
+                    *w32 = *w32 - eta * (lr * m.step(rescaled(g, rs, cg), mean, var) + wd * *w32);
+                    *w32
+                },
+            )
+        });
+    }
+    oxnet_core::with_float_dtype!(weight.dtype(), T => {
         type C = <T as FloatElement>::Compute;
         let m = Moments::<C>::from_attrs(a)?;
-        let [lr, wd, eta, cg]: [C; 4] = floats(a, ADAMW_FLOATS)?;
-        let rs: C = cst(scale);
-        update_elementwise::<T, T, 2>(ctx.req[0], &ins[0], &ins[1], [&ins[2], &ins[3]], ["mean", "var"], &outs[0], move |w, g, s| {
+        let [lr, wd, eta, rs, cg]: [C; 5] = [r.lr, r.wd, r.eta, scale, bound].map(cst);
+        update_elementwise::<T, T, 2>(req, weight, grad, [mean, var], ["mean", "var"], out, move |w, g, s| {
             let [mean, var] = s;
             w - eta * (lr * m.step(rescaled(g, rs, cg), mean, var) + wd * w)
         })
     })
 }
 
-fn mp_adamw(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
-    let Some(scale) = adamw_scale(ctx, &ins[5], &ins[0], &outs[0])? else { return Ok(()) };
+/// `_adamw_update` (4 group inputs) and `_mp_adamw_update` (5): the group,
+/// then the `rescale_grad` array.
+fn adamw(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
+    let (group, scale) = ins.split_at(ins.len() - 1);
+    let Some(scale) = adamw_scale(&scale[0])? else { return skip_step(ctx.req[0], &ins[0], &outs[0]) };
     let a = ctx.attrs;
-    let m = Moments::<f32>::from_attrs(a)?;
-    let [lr, wd, eta, cg]: [f32; 4] = floats(a, ADAMW_FLOATS)?;
-    let rs: f32 = cst(scale);
-    with_mp_dtype!(ins[0].dtype(), T => {
-        update_elementwise::<T, f32, 3>(
-            ctx.req[0], &ins[0], &ins[1], [&ins[2], &ins[3], &ins[4]], ["mean", "var", "weight32"], &outs[0],
-            move |_, g, s| {
-                let [mean, var, w32] = s;
-                *w32 = *w32 - eta * (lr * m.step(rescaled(g, rs, cg), mean, var) + wd * *w32);
-                *w32
-            },
-        )
-    })
+    let r = Rates { lr: a.float("lr")?, wd: a.float("wd")?, eta: a.float("eta")? };
+    adamw_step(a, r, scale, ctx.req[0], group, &outs[0])
 }
 
 /// Dtypes of `_adamw_update`: weight, grad, mean, var and the output share
@@ -186,6 +216,6 @@ pub(super) fn register() {
         .alias("_contrib_mp_adamw_update")
         .infer_shape(shape_with_scalars(&[5]))
         .infer_type(mp_dtype(&[2, 3, 4, 5]))
-        .forward(mp_adamw),
+        .forward(adamw),
     );
 }

@@ -25,7 +25,7 @@ fn array_names(attrs: &Attrs) -> Result<Vec<String>> {
 }
 
 /// The sum of squares of `x`, accumulated in float64.
-fn sum_sq(x: &NDArray) -> Result<f64> {
+pub(super) fn sum_sq(x: &NDArray) -> Result<f64> {
     Ok(x.to_vec::<f64>()?.iter().map(|v| v * v).sum())
 }
 

@@ -1,8 +1,19 @@
 //! Built-in operators: optimizer updates, with MXNet 1.9.1's names, inputs,
 //! attributes and formulas (`sgd_update`, `sgd_mom_update`, `adam_update`,
 //! `rmsprop_update`, `ftrl_update`, `ftml_update`, the `mp_`
-//! multi-precision forms, the `multi_` multi-tensor forms, ...) and the
-//! LARS helpers `multi_sum_sq`, `multi_lars` and `reset_arrays`.
+//! multi-precision forms, ...) and the LARS helpers `multi_sum_sq`,
+//! `multi_lars` and `reset_arrays`. The multi-tensor forms update several
+//! weights in one call (their input layout: `multi_tensor.rs`):
+//! - `multi_sgd_update`, `multi_sgd_mom_update`, `multi_mp_sgd_update`,
+//!   `multi_mp_sgd_mom_update` (rates as attributes) and their
+//!   `preloaded_multi_*` twins (rates as float32 input arrays);
+//! - `_multi_adamw_update`, `_multi_mp_adamw_update` (beside the
+//!   single-tensor `_adamw_update`, `_mp_adamw_update`);
+//! - `_multi_lamb_update`, `_multi_mp_lamb_update` (beside the two LAMB
+//!   phases `lamb_update_phase1/2` and `mp_lamb_update_phase1/2`).
+//!
+//! Also `_contrib_group_adagrad_update` (AdaGrad with one history value per
+//! row).
 //!
 //! Every update operator returns the new weight as its (first) output and
 //! rewrites its state inputs (momentum, moving averages, float32 master
@@ -25,13 +36,20 @@
 mod adam;
 mod ftml;
 mod ftrl;
+mod group_adagrad;
 mod kernel;
 mod lamb;
 mod lars;
 pub(crate) mod multi;
+mod multi_adamw;
+mod multi_lamb;
+mod multi_tensor;
+mod preloaded;
 mod rmsprop;
 mod sgd;
 mod sign;
+#[cfg(test)]
+mod tests;
 
 use oxnet_core::attrs::Attrs;
 use oxnet_core::shape::Shape;
@@ -48,6 +66,10 @@ pub(crate) fn register() {
     sign::register();
     lamb::register();
     lars::register();
+    preloaded::register();
+    multi_adamw::register();
+    multi_lamb::register();
+    group_adagrad::register();
 }
 
 /// The required learning rate `lr`.

@@ -9,129 +9,75 @@
 //! `sgd_mom_update` (without momentum: `w = w - lr*wd*w - lr*g`), in the
 //! weight's precision or, for `mp_`, on the float32 master copy.
 
+use super::multi_tensor::{prepare_tuples, tuple_attr, tuples, Groups, Tail};
 use super::sgd::{run, Momentum, Sgd};
 use super::{clip_attr, rescale_attr};
-use crate::util::parse_floats;
-use oxnet_core::attrs::Attrs;
-use oxnet_core::shape::Shape;
-use oxnet_core::{registry, AttrKind, AttrSpec, DType, Error, NDArray, OpContext, OpDef, Result};
-use std::sync::Arc;
+use oxnet_core::{registry, Error, NDArray, OpContext, OpDef, Result};
 
-/// The parsed per-weight learning rates and weight decays.
+/// The parsed per-weight learning rates and weight decays (for the GPU kernels).
+#[cfg(feature = "cuda")]
 pub(crate) struct PerWeight {
     pub(crate) lrs: Vec<f64>,
     pub(crate) wds: Vec<f64>,
 }
 
-fn num_weights(attrs: &Attrs) -> Result<usize> {
-    let n = attrs.int("num_weights")?;
-    if n < 1 {
-        return Err(Error::attr("num_weights", format!("must be at least 1, got {n}")));
-    }
-    Ok(n as usize)
-}
+/// The attributes holding one value per weight.
+const RATES: [&str; 2] = ["lrs", "wds"];
 
-pub(crate) fn per_weight(attrs: &Attrs) -> Result<PerWeight> {
-    let n = num_weights(attrs)?;
-    let lrs = parse_floats("lrs", attrs.str("lrs")?)?;
-    let wds = parse_floats("wds", attrs.str("wds")?)?;
-    for (name, v) in [("lrs", &lrs), ("wds", &wds)] {
-        if v.len() != n {
-            return Err(Error::attr(name, format!("holds {} values for num_weights = {n}", v.len())));
-        }
-    }
+/// The `lrs` and `wds` attributes, one value per weight (for the GPU kernels).
+#[cfg(feature = "cuda")]
+pub(crate) fn per_weight(attrs: &oxnet_core::attrs::Attrs) -> Result<PerWeight> {
+    let [lrs, wds] = super::multi_tensor::per_tensor(attrs, "num_weights", RATES)?;
     Ok(PerWeight { lrs, wds })
 }
 
-/// Per-group shape inference: each group's inputs and its output share a shape.
-fn infer_shape(stride: usize) -> impl Fn(&Attrs, &mut [Option<Shape>], &mut [Option<Shape>]) -> Result<()> {
-    move |_, ins, outs| {
-        for (i, out) in outs.iter_mut().enumerate() {
-            let group = &mut ins[i * stride..(i + 1) * stride];
-            if group.iter().all(|s| s.is_none()) && out.is_none() {
-                continue;
-            }
-            oxnet_core::op::same_shape(&Attrs::empty(), group, std::slice::from_mut(out))
-                .map_err(|e| Error::Shape(format!("weight {i}: {e}")))?;
-        }
-        Ok(())
-    }
-}
-
-/// Per-group dtype inference: the first `low` inputs of a group and its
-/// output share a dtype; the rest of the group is float32.
-fn infer_type(
-    stride: usize,
-    low: usize,
-) -> impl Fn(&Attrs, &mut [Option<DType>], &mut [Option<DType>]) -> Result<()> {
-    move |_, ins, outs| {
-        for (i, out) in outs.iter_mut().enumerate() {
-            let group = &mut ins[i * stride..(i + 1) * stride];
-            for (j, d) in group.iter_mut().enumerate().skip(low) {
-                match d {
-                    Some(have) if *have != DType::F32 => {
-                        return Err(Error::DType(format!(
-                            "weight {i}: input {} is a float32 state or master copy, got {have}",
-                            i * stride + j
-                        )))
-                    }
-                    _ => *d = Some(DType::F32),
-                }
-            }
-            if group[..low].iter().all(|d| d.is_none()) && out.is_none() {
-                continue;
-            }
-            oxnet_core::op::same_dtype(&Attrs::empty(), &mut group[..low], std::slice::from_mut(out))
-                .map_err(|e| Error::DType(format!("weight {i}: {e}")))?;
-        }
-        Ok(())
-    }
-}
-
-/// The group layout of each operator.
+/// The group layout of each operator of the SGD family.
 #[derive(Clone, Copy)]
-struct Layout {
-    momentum: bool,
-    mp: bool,
+pub(super) struct Layout {
+    pub(super) momentum: bool,
+    pub(super) mp: bool,
 }
 
 impl Layout {
-    fn stride(self) -> usize {
-        2 + self.momentum as usize + self.mp as usize
+    /// The groups of this layout, followed by the inputs `tail`.
+    pub(super) fn groups(self, tail: &'static [Tail]) -> Groups {
+        let (names, low, mutated): (&'static [&'static str], usize, &'static [usize]) =
+            match (self.momentum, self.mp) {
+                (false, false) => (&["weight", "grad"], 2, &[]),
+                (true, false) => (&["weight", "grad", "mom"], 3, &[2]),
+                (false, true) => (&["weight", "grad", "weight32"], 2, &[2]),
+                (true, true) => (&["weight", "grad", "mom", "weight32"], 2, &[2, 3]),
+            };
+        Groups { count: "num_weights", names, low, mutated, tail }
     }
 
-    fn names(self) -> Vec<&'static str> {
-        let mut v = vec!["weight", "grad"];
-        if self.momentum {
-            v.push("mom");
-        }
-        if self.mp {
-            v.push("weight32");
-        }
-        v
-    }
-
-    fn mutated(self) -> Vec<usize> {
-        (2..self.stride()).collect()
+    /// The operator skeleton of this layout: groups, `momentum` (with one),
+    /// `rescale_grad` and `clip_gradient`.
+    pub(super) fn def(self, name: &str, doc: &str, tail: &'static [Tail]) -> OpDef {
+        let def = self.groups(tail).def(name, doc);
+        let def = if self.momentum { def.attr(super::momentum_attr()) } else { def };
+        def.attr(rescale_attr()).attr(clip_attr())
     }
 }
 
-fn forward(layout: Layout, ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
-    let parsed;
-    let pw = match ctx.attrs.prepared::<PerWeight>() {
-        Some(p) => p,
-        None => {
-            parsed = per_weight(ctx.attrs)?;
-            &parsed
-        }
-    };
+/// Updates every group of `ins` into `outs` with weight `i`'s learning rate
+/// `lrs[i]` and weight decay `wds[i]`: the formula of `sgd_mom_update`
+/// (with a zero momentum when the layout has none).
+pub(super) fn run_groups(
+    layout: Layout,
+    ctx: &OpContext,
+    ins: &[NDArray],
+    outs: &[NDArray],
+    lrs: &[f64],
+    wds: &[f64],
+) -> Result<()> {
     let a = ctx.attrs;
     let (rescale, clip) = (a.float("rescale_grad")?, a.float("clip_gradient")?);
     let momentum = if layout.momentum { a.float("momentum")? } else { 0.0 };
-    let stride = layout.stride();
+    let stride = layout.groups(&[]).stride();
     for (i, out) in outs.iter().enumerate() {
         let g = &ins[i * stride..(i + 1) * stride];
-        let p = Sgd { lr: pw.lrs[i], wd: pw.wds[i], rescale, clip, momentum };
+        let p = Sgd { lr: lrs[i], wd: wds[i], rescale, clip, momentum };
         let mom = layout.momentum.then(|| &g[2]);
         let w32 = layout.mp.then(|| &g[stride - 1]);
         run::<Momentum>(p, ctx.req[i], &g[0], &g[1], mom, w32, out)
@@ -140,43 +86,18 @@ fn forward(layout: Layout, ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -
     Ok(())
 }
 
-/// Weights of one multi-tensor call whose output may be the weight's own
-/// buffer without a temporary (the in-place pairs are declared up front,
-/// while `num_weights` is an attribute); later ones still work, through a
-/// temporary. MXNet's Trainer aggregates at most 60 weights per call.
-const IN_PLACE_WEIGHTS: usize = 64;
+fn forward(layout: Layout, ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
+    let rates = tuples(ctx.attrs, "num_weights", RATES)?;
+    let [lrs, wds] = &*rates;
+    run_groups(layout, ctx, ins, outs, lrs, wds)
+}
 
 fn multi_op(name: &str, doc: &str, layout: Layout) -> OpDef {
-    let stride = layout.stride();
-    let in_place: Vec<(usize, usize)> = (0..IN_PLACE_WEIGHTS).map(|i| (i * stride, i)).collect();
-    let names = layout.names();
-    let mut def = OpDef::new(name)
-        .doc(doc)
-        .attr(AttrSpec::required("lrs", AttrKind::Str, "Learning rates, one per weight (a tuple of floats)."))
-        .attr(AttrSpec::required("wds", AttrKind::Str, "Weight decays, one per weight (a tuple of floats)."));
-    if layout.momentum {
-        def = def.attr(super::momentum_attr());
-    }
-    def.attr(rescale_attr())
-        .attr(clip_attr())
-        .attr(AttrSpec::optional("num_weights", AttrKind::Int, 1i64, "Number of updated weights."))
-        .inplace(&in_place)
-        .arguments_fn(move |attrs| {
-            let n = num_weights(attrs)?;
-            Ok((0..n).flat_map(|i| names.iter().map(move |s| format!("{s}_{i}"))).collect())
-        })
-        .outputs_fn(|attrs| Ok((0..num_weights(attrs)?).map(|i| format!("output_{i}")).collect()))
-        .arity_fn(move |attrs| {
-            let n = num_weights(attrs)?;
-            Ok([n * stride, 0, n])
-        })
-        .mutate_inputs(move |attrs| {
-            let n = num_weights(attrs).unwrap_or(0);
-            (0..n).flat_map(|i| layout.mutated().into_iter().map(move |j| i * stride + j)).collect()
-        })
-        .prepare(|attrs| Ok(Arc::new(per_weight(attrs)?)))
-        .infer_shape(infer_shape(stride))
-        .infer_type(infer_type(stride, if layout.mp { 2 } else { stride }))
+    layout
+        .def(name, doc, &[])
+        .attr(tuple_attr("lrs", "Learning rates"))
+        .attr(tuple_attr("wds", "Weight decays"))
+        .prepare(prepare_tuples("num_weights", RATES))
         .forward(move |ctx, ins, outs| forward(layout, ctx, ins, outs))
 }
 
