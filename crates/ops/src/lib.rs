@@ -46,6 +46,7 @@
 //! | [`create`] | arrays without inputs: `_zeros`, `_ones`, `_full` |
 //! | [`random`] | sampling from the global generator (`_random_*`, `_sample_*`, `_sample_multinomial`, `_shuffle`) and densities (`_random_pdf_*`) |
 //! | [`sort`] | ordering: `topk`, `sort`, `argsort` |
+//! | [`detection`] | bounding boxes and anchors: `contrib.box_iou`, `contrib.box_nms`, `contrib.box_encode`/`box_decode`, `contrib.bipartite_matching`, `contrib.MultiBoxPrior`/`MultiBoxTarget`/`MultiBoxDetection`, `contrib.Proposal`, `contrib.MultiProposal` |
 //! | [`contrib`] | checks and small `contrib` maths: `all_finite`, `multi_all_finite`, `contrib.allclose`, `contrib.div_sqrt_dim`, `contrib.quadratic` |
 //! | [`sequence`] | `SequenceMask`, `SequenceReverse`, `SequenceLast` over (time, batch, ...) with optional lengths |
 //! | [`stats`] | statistics of values: `moments`, `_histogram` |
@@ -60,6 +61,7 @@ pub mod binary;
 pub mod contrib;
 pub mod conv;
 pub mod create;
+pub mod detection;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 pub mod image;
@@ -104,6 +106,7 @@ fn register() {
     image::register();
     stats::register();
     sequence::register();
+    detection::register();
     // last: it adds GPU kernels to the operators registered above
     #[cfg(feature = "cuda")]
     gpu::register();

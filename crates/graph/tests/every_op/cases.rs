@@ -929,6 +929,71 @@ fn detection_cases() -> Vec<Case> {
         ("output_score", "True"),
     ];
     vec![
+        case(
+            "_contrib_box_iou",
+            &[],
+            vec![
+                vals(&[0.1, 0.2, 1.3, 1.1, 0.5, 0.4, 2.0, 1.7], &[2, 4]),
+                vals(&[0.0, 0.0, 1.0, 1.0, 1.2, 0.9, 2.2, 2.1, 0.3, 0.6, 1.6, 1.9], &[3, 4]),
+            ],
+        ),
+        case("_contrib_box_nms", &[("overlap_thresh", "0.3")], vec![vals(&nms_rows, &[2, 5, 6])]),
+        case(
+            "_contrib_box_nms",
+            &[("overlap_thresh", "0.2"), ("id_index", "0"), ("topk", "4"), ("out_format", "center")],
+            vec![vals(&nms_rows, &[10, 6])],
+        ),
+        case(
+            "_contrib_box_encode",
+            &[],
+            vec![
+                idx(&[1., -1., 1.], &[1, 3]),
+                idx(&[1., 0., 0.], &[1, 3]),
+                unit_boxes(3),
+                vals(&[0.1, 0.0, 0.6, 0.5, 0.3, 0.2, 0.9, 0.8], &[1, 2, 4]),
+                vals(&[0.1, 0.0, -0.1, 0.2], &[4]),
+                pos(&[4]),
+            ],
+        ),
+        case(
+            "_contrib_box_decode",
+            &[("format", "corner"), ("clip", "1.5")],
+            vec![m(&[2, 3, 4]), unit_boxes(3)],
+        ),
+        case("_contrib_bipartite_matching", &[("threshold", "-1.0")], vec![m(&[2, 3, 4])]),
+        case(
+            "_contrib_MultiBoxPrior",
+            &[("sizes", "(0.4, 0.2)"), ("ratios", "(1, 2)")],
+            vec![m(&[1, 2, 3, 4])],
+        ),
+        case(
+            "_contrib_MultiBoxTarget",
+            &[("negative_mining_ratio", "1"), ("overlap_threshold", "0.3")],
+            vec![unit_boxes(6), idx(&labels, &[2, 2, 5]), m(&[2, 3, 6])],
+        ),
+        case(
+            "_contrib_MultiBoxDetection",
+            &[("threshold", "0.6"), ("nms_threshold", "0.3")],
+            vec![pos(&[2, 3, 6]), uniform(&[2, 24], -0.5, 0.5), unit_boxes(6)],
+        ),
+        case(
+            "_contrib_Proposal",
+            &proposal,
+            vec![
+                f32s(uniform(&[1, 4, 3, 3], 0.0, 1.0)),
+                f32s(m(&[1, 8, 3, 3])),
+                f32s(idx(&[48., 40., 1.], &[1, 3])),
+            ],
+        ),
+        case(
+            "_contrib_MultiProposal",
+            &proposal,
+            vec![
+                f32s(uniform(&[2, 4, 3, 3], 0.0, 1.0)),
+                f32s(m(&[2, 8, 3, 3])),
+                f32s(idx(&[48., 40., 1., 32., 48., 0.5], &[2, 3])),
+            ],
+        ),
     ]
 }
 
