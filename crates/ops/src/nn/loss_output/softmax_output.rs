@@ -103,7 +103,7 @@ fn class_grad(
     labels: &[f64],
     dims: (usize, usize, usize),
     smooth: bool,
-) -> Vec<f64> {
+) -> Result<Vec<f64>> {
     let (outer, n, inner) = dims;
     let mut g = out.to_vec();
     let off = if smooth && n > 1 { p.smooth_alpha / (n - 1) as f64 } else { 0.0 };
@@ -117,6 +117,13 @@ fn class_grad(
                 continue;
             }
             let k = class_of(label);
+            if k < 0 || k >= n as i64 {
+                return Err(Error::Invalid(format!(
+                    "{OP}: label {label} (at {}) is outside the {n} classes [0, {n}); use_ignore=True with \
+                     ignore_label={label} would skip it",
+                    o * inner + j
+                )));
+            }
             for c in 0..n {
                 if c as i64 == k {
                     g[at(c)] -= on;
@@ -126,7 +133,7 @@ fn class_grad(
             }
         }
     }
-    g
+    Ok(g)
 }
 
 fn backward(ctx: &OpContext, args: &BackwardArgs, in_grads: &[NDArray]) -> Result<()> {
@@ -153,7 +160,7 @@ fn backward(ctx: &OpContext, args: &BackwardArgs, in_grads: &[NDArray]) -> Resul
                 outer * inner
             )));
         }
-        let mut g = class_grad(&p, &out, &labels, dims, false);
+        let mut g = class_grad(&p, &out, &labels, dims, false)?;
         // MXNet also divides by the spatial size unless normalization is 'valid'
         let spatial = if p.normalization == "valid" { 1.0 } else { inner as f64 };
         let scale = p.grad_scale / spatial / p.count(&labels, outer);
@@ -168,7 +175,7 @@ fn backward(ctx: &OpContext, args: &BackwardArgs, in_grads: &[NDArray]) -> Resul
                 dims.0
             )));
         }
-        let mut g = class_grad(&p, &out, &labels[..dims.0], dims, p.smooth_alpha != 0.0);
+        let mut g = class_grad(&p, &out, &labels[..dims.0], dims, p.smooth_alpha != 0.0)?;
         let scale = p.grad_scale / p.count(&labels, labels.len());
         g.iter_mut().for_each(|v| *v *= scale);
         g
@@ -244,7 +251,9 @@ pub(super) fn register() {
                  use_ignore zeroes instances labelled ignore_label; normalization divides by \
                  the batch size ('batch') or the number of labels that are not ignore_label \
                  ('valid'); smooth_alpha smooths the one-hot target; out_grad multiplies the \
-                 gradient by the output, as MXNet does. The label takes no gradient.",
+                 gradient by the output, as MXNet does. The label takes no gradient. A class id \
+                 outside [0, classes) that is not ignored is an error of the backward pass (MXNet \
+                 silently subtracts nothing for it).",
             )
             .arguments(&["data", "label"])
             .attr(AttrSpec::optional(

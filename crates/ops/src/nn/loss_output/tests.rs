@@ -91,9 +91,7 @@ fn softmax_output_class_labels() {
         &[("use_ignore", true.into()), ("ignore_label", f(1.)), ("normalization", s("valid"))],
     );
     close(&g[0], &[0.09003057, 0.24472848, -0.33475906, 0., 0., 0.]);
-    // labels outside the classes subtract nothing; 1.7 reads as class 1
-    let (_, g) = run("Softmax", &[x(), arr(&[5., -1.], &[2])], &[]);
-    close(&g[0], &SOFTMAX);
+    // 1.7 reads as class 1 (labels outside the classes are errors: see below)
     let (_, g) = run("SoftmaxOutput", &[x(), arr(&[1.7, 0.2], &[2])], &[]);
     close(&g[0], &[0.09003057, -0.75527155, 0.66524094, -0.8247096, 0.03911257, 0.78559703]);
     let (_, g) = run("SoftmaxOutput", &[x(), arr(&[2., 1.], &[2])], &[("smooth_alpha", f(0.3))]);
@@ -240,6 +238,22 @@ fn inference_and_errors() {
     .unwrap();
     assert_eq!(y[0].dtype(), DType::F64);
     close(&vals(&y[0]), &SOFTMAX);
+}
+
+#[test]
+fn labels_outside_the_classes_are_errors_unless_ignored() {
+    let x = arr(&X, &[2, 3]);
+    let label = arr(&[2., 7.], &[2]);
+    x.attach_grad(Req::Write).unwrap();
+    let y = {
+        let _r = autograd::record();
+        invoke1("SoftmaxOutput", &[&x, &label], &[]).unwrap()
+    };
+    let e = y.backward().unwrap_err().to_string();
+    assert!(e.contains("SoftmaxOutput") && e.contains("label 7") && e.contains("3 classes"), "{e}");
+    // ignored, it gives no gradient
+    let (_, grads) = run("SoftmaxOutput", &[x, label], &[("use_ignore", true.into()), ("ignore_label", f(7.))]);
+    assert_eq!(&grads[0][3..], &[0.0; 3]);
 }
 
 #[test]
