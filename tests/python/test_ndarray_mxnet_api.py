@@ -139,3 +139,14 @@ def test_integer_ranges_and_casts_follow_mxnet_and_numpy():
     wide = nd.array([-48, 300, 2 ** 31], dtype="int64")
     np.testing.assert_array_equal(wide.astype("uint8").asnumpy(), np.array([-48, 300, 2 ** 31]).astype(np.uint8))
     np.testing.assert_array_equal(wide.astype("int32").asnumpy(), np.array([-48, 300, 2 ** 31]).astype(np.int32))
+
+
+def test_numpy_values_as_attributes_read_as_their_python_values():
+    # a tuple of numpy floats and a numpy bool were read as dtypes before
+    x = nd.zeros((1, 1, 2, 3))
+    plain = nd.contrib.MultiBoxPrior(x, sizes=(0.5, 0.25), ratios=(1.0, 2.0), clip=True)
+    from_numpy = nd.contrib.MultiBoxPrior(x, sizes=tuple(np.array([0.5, 0.25])), ratios=list(np.array([1.0, 2.0])),
+                                          clip=np.bool_(True))
+    np.testing.assert_array_equal(plain.asnumpy(), from_numpy.asnumpy())
+    assert nd.sum(nd.ones((2, 3)), axis=(np.int64(1),)).shape == (2,)
+    assert nd.ones((2, 3), dtype=np.float16).dtype == np.float16

@@ -67,19 +67,38 @@ pub fn attr_value(obj: &Bound<'_, PyAny>) -> PyResult<AttrValue> {
         if let Ok(ints) = ints {
             return Ok(AttrValue::Ints(ints));
         }
+        // other items (numpy floats among them) as their Python values'
+        // text: `(np.float64(0.5), 2)` reads as `(0.5, 2)`
+        let plain: Vec<Bound<'_, PyAny>> = obj.try_iter()?.map(|item| python_value(&item?)).collect::<PyResult<_>>()?;
+        return Ok(AttrValue::Raw(PyTuple::new(obj.py(), plain)?.str()?.to_string()));
     }
-    if let Ok(dt) = crate::dtype::from_py(obj) {
-        return Ok(AttrValue::DType(dt));
-    }
-    // numpy scalars and arrays: their Python values (`(np.int64(2),)`,
-    // `np.array([3, 4])`, `np.float32(0.5)` read as MXNet reads them)
-    if obj.get_type().module()?.to_string() == "numpy" {
+    // numpy scalars and arrays: their Python values (`np.array([3, 4])`,
+    // `np.float32(0.5)`, `np.bool_(True)` read as MXNet reads them), before
+    // numpy's dtype constructor could read them as dtypes
+    if is_numpy_value(obj)? {
         if let Ok(plain) = obj.call_method0("tolist") {
             return attr_value(&plain);
         }
     }
+    if let Ok(dt) = crate::dtype::from_py(obj) {
+        return Ok(AttrValue::DType(dt));
+    }
     // numpy scalars and anything else: their text, parsed by declared kind
     Ok(AttrValue::Raw(obj.str()?.to_string()))
+}
+
+/// Whether `obj` is a numpy scalar or array (not a dtype or a type).
+fn is_numpy_value(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(obj.get_type().module()?.to_string() == "numpy" && obj.hasattr("tolist")?)
+}
+
+/// `obj` as a plain Python value (a numpy scalar's `tolist()`), else itself.
+fn python_value<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    if is_numpy_value(obj)? {
+        obj.call_method0("tolist")
+    } else {
+        Ok(obj.clone())
+    }
 }
 
 /// Python's `str(value)`: how keywords reach operators that accept any
