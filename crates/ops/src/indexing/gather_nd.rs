@@ -33,26 +33,45 @@ fn gathered_shape(op: &str, data: &[usize], idx: &[usize]) -> Result<Shape> {
 fn row_offsets(op: &str, data: &[usize], indices: &NDArray) -> Result<(Vec<usize>, usize)> {
     let m = indices.shape()[0];
     let n = indices.size() / m.max(1);
-    let raw = indices.to_vec::<f64>()?;
+    // integer indices as they are; float ones truncated, NaN out of bounds
+    let raw: Vec<i64> = if indices.dtype().is_float() {
+        let f = indices.to_vec::<f64>()?;
+        if let Some(v) = f.iter().find(|v| v.is_nan()) {
+            return Err(Error::Invalid(format!("IndexError: index {v} is not a number ({op})")));
+        }
+        f.iter().map(|v| v.trunc() as i64).collect()
+    } else {
+        indices.to_vec::<i64>()?
+    };
     let inner: usize = data[m..].iter().product();
     let mut offs = vec![0usize; n];
     for (axis, &extent) in data[..m].iter().enumerate() {
         let stride: usize = data[axis + 1..m].iter().product::<usize>() * inner;
         let size = extent as i64;
-        for (o, &v) in offs.iter_mut().zip(&raw[axis * n..(axis + 1) * n]) {
-            let i = v.trunc() as i64;
-            if v.is_nan() || i < -size || i >= size {
+        for (o, &i) in offs.iter_mut().zip(&raw[axis * n..(axis + 1) * n]) {
+            if i < -size || i >= size {
                 return Err(Error::Invalid(format!(
-                    "IndexError: index {v} is out of bounds for axis {axis} with size {extent} ({op})"
+                    "IndexError: index {i} is out of bounds for axis {axis} with size {extent} ({op})"
                 )));
             }
-            *o += i.rem_euclid(size.max(1)) as usize * stride;
+            // negative indices count from the end (no division on the hot path)
+            *o += (if i < 0 { i + size } else { i }) as usize * stride;
         }
     }
     Ok((offs, inner))
 }
 
 fn gather<T: Element>(req: Req, data: &[T], offs: &[usize], inner: usize, out: &mut [T]) {
+    if inner == 1 && req != Req::Add {
+        // single elements: a plain gather, split over the pool
+        const CHUNK: usize = 1 << 16;
+        oxnet_core::parallel::for_each_chunk_mut(out, CHUNK, |c, dst| {
+            for (d, &o) in dst.iter_mut().zip(&offs[c * CHUNK..]) {
+                *d = data[o];
+            }
+        });
+        return;
+    }
     for (dst, &o) in out.chunks_exact_mut(inner.max(1)).zip(offs) {
         oxnet_core::store::store_slice(req, &mut dst[..inner], &data[o..o + inner]);
     }
@@ -259,6 +278,19 @@ mod tests {
         };
         y.backward().unwrap();
         assert_eq!(vals(&d.grad().unwrap()), vec![1., 0., 0., 0., 0., 2.]);
+    }
+
+    #[test]
+    fn many_elements_gather_across_chunks() {
+        // more index pairs than one parallel chunk, negative ones included
+        let data = iota(&[30, 40]);
+        let n = 200_003;
+        let rows: Vec<i64> = (0..n).map(|j| (j * 7 % 60) as i64 - 30).collect();
+        let cols: Vec<i64> = (0..n).map(|j| (j * 13 % 40) as i64).collect();
+        let idx = NDArray::from_vec([rows.clone(), cols.clone()].concat(), &[2, n]).unwrap();
+        let got = vals(&invoke1("gather_nd", &[&data, &idx], &[]).unwrap());
+        let want: Vec<f64> = rows.iter().zip(&cols).map(|(&r, &c)| ((r.rem_euclid(30)) * 40 + c) as f64).collect();
+        assert_eq!(got, want);
     }
 
     #[test]
