@@ -532,3 +532,27 @@ def test_same_weights_as_mxnet():
         for mine, ref in zip(ws, theirs[name + json.dumps(kwargs, sort_keys=True)]):
             np.testing.assert_allclose(mine.asnumpy(), np.array(ref, dtype=np.float32), rtol=1e-5, atol=1e-5,
                                        err_msg=name)
+
+
+def _multi_tensor_inputs():
+    w = [mx.nd.array([0.5, -1.0, 2.0]), mx.nd.array([[0.25, -0.75], [1.5, 0.1]])]
+    g = [mx.nd.array([0.1, 0.2, -0.3]), mx.nd.array([[-0.4, 0.05], [0.2, -0.1]])]
+    m = [mx.nd.array([0.01, 0.0, -0.02]), mx.nd.zeros((2, 2))]
+    v = [mx.nd.array([0.001, 0.002, 0.0]), mx.nd.ones((2, 2)) * 0.01]
+    return w, g, m, v
+
+
+def test_contrib_multi_tensor_wrappers_match_mxnet():
+    # values computed with MXNet 1.9.1's mx.nd.contrib wrappers on these inputs
+    w, g, m, v = _multi_tensor_inputs()
+    mx.nd.contrib.multi_adamw_update(w, g, m, v, rescale_grad=0.5, lrs=[0.1, 0.05], wds=[0.01, 0.0],
+                                     etas=[1.0, 0.5], out=w, beta1=0.9, beta2=0.99, epsilon=1e-8)
+    np.testing.assert_allclose(w[0].asnumpy(), [0.45105648, -1.01192641, 2.19999981], rtol=1e-6)
+    np.testing.assert_allclose(w[1].asnumpy(), [[0.25492665, -0.75062793], [1.49749994, 0.10125472]], rtol=1e-6)
+    np.testing.assert_allclose(m[0].asnumpy(), [0.014, 0.01000001, -0.033], rtol=1e-6)
+    np.testing.assert_allclose(v[1].asnumpy(), [[0.0103, 0.00990625], [0.01, 0.009925]], rtol=1e-5)
+    w, g, m, v = _multi_tensor_inputs()
+    mx.nd.contrib.multi_lamb_update(w, g, m, v, step_count=[1, 3], lrs=[0.1, 0.05], wds=[0.01, 0.0], out=w,
+                                    beta1=0.9, beta2=0.99, epsilon=1e-6)
+    np.testing.assert_allclose(w[0].asnumpy(), [0.42312261, -1.05296862, 2.20924664], rtol=1e-6)
+    np.testing.assert_allclose(w[1].asnumpy(), [[0.32258126, -0.7597661], [1.46165359, 0.11945868]], rtol=1e-6)

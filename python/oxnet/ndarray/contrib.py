@@ -54,17 +54,19 @@ def rand_zipfian(true_classes, num_sampled, range_max, ctx=None):
     return sampled_classes, expected_count_true, expected_count_sampled
 
 
-def _flatten_list(nested_list):
-    return [item for sublist in nested_list for item in sublist]
+def _interleave(*per_tensor):
+    """The arrays of several per-tensor lists, tensor by tensor
+    (weight_0, grad_0, ..., weight_1, grad_1, ...)."""
+    return [array for group in zip(*per_tensor) for array in group]
 
 
-def _get_rescale_grad(rescale_grad, ctx):
-    """``rescale_grad`` as a one-element array on ``ctx`` (a number becomes
-    a float32 array, as in MXNet)."""
-    from .. import ndarray as _nd
-    if not isinstance(rescale_grad, _nd.NDArray):
-        return _nd.full(shape=(1,), val=rescale_grad, ctx=ctx)
-    return rescale_grad.as_in_context(ctx)
+def _scale_array(rescale_grad, like):
+    """``rescale_grad`` as a one-element array on ``like``'s device (a
+    number becomes a float32 array, as MXNet makes it)."""
+    from .. import ndarray as nd
+    if isinstance(rescale_grad, nd.NDArray):
+        return rescale_grad.as_in_context(like.context)
+    return nd.full((1,), rescale_grad, ctx=like.context)
 
 
 def multi_adamw_update(weights, grads, mean, var, rescale_grad, lrs, wds, etas,
@@ -76,12 +78,9 @@ def multi_adamw_update(weights, grads, mean, var, rescale_grad, lrs, wds, etas,
     skips the update. ``mean`` and ``var`` are updated in place; pass
     ``out=weights`` to update the weights in place."""
     from . import _internal
-    if not size:
-        size = len(weights)
-    rescale_grad = _get_rescale_grad(rescale_grad, ctx=weights[0].context)
-    temp_list = _flatten_list(zip(weights, grads, mean, var)) + [rescale_grad]
-    return _internal._multi_adamw_update(*temp_list, out=out, num_weights=size, lrs=lrs, wds=wds,
-                                         etas=etas, name=name, **kwargs)
+    inputs = _interleave(weights, grads, mean, var) + [_scale_array(rescale_grad, weights[0])]
+    return _internal._multi_adamw_update(*inputs, out=out, num_weights=size or len(weights), lrs=lrs,
+                                         wds=wds, etas=etas, name=name, **kwargs)
 
 
 def multi_mp_adamw_update(weights, grads, mean, var, weights32, rescale_grad, lrs, wds, etas,
@@ -90,12 +89,9 @@ def multi_mp_adamw_update(weights, grads, mean, var, weights32, rescale_grad, lr
     the float32 master copies ``weights32`` and float32 ``mean`` and ``var``
     are updated in place; the outputs are the new weights in their dtype."""
     from . import _internal
-    if not size:
-        size = len(weights)
-    rescale_grad = _get_rescale_grad(rescale_grad, ctx=weights[0].context)
-    temp_list = _flatten_list(zip(weights, grads, mean, var, weights32)) + [rescale_grad]
-    return _internal._multi_mp_adamw_update(*temp_list, out=out, num_weights=size, lrs=lrs, wds=wds,
-                                            etas=etas, name=name, **kwargs)
+    inputs = _interleave(weights, grads, mean, var, weights32) + [_scale_array(rescale_grad, weights[0])]
+    return _internal._multi_mp_adamw_update(*inputs, out=out, num_weights=size or len(weights), lrs=lrs,
+                                            wds=wds, etas=etas, name=name, **kwargs)
 
 
 def multi_lamb_update(weights, grads, mean, var, step_count,
@@ -106,10 +102,8 @@ def multi_lamb_update(weights, grads, mean, var, step_count,
     ``mean`` and ``var`` are updated in place; pass ``out=weights`` to
     update the weights in place."""
     from . import _internal
-    if not num_tensors:
-        num_tensors = len(weights)
-    temp_list = _flatten_list(zip(weights, grads, mean, var))
-    return _internal._multi_lamb_update(*temp_list, out=out, num_tensors=num_tensors, step_count=step_count,
+    return _internal._multi_lamb_update(*_interleave(weights, grads, mean, var), out=out,
+                                        num_tensors=num_tensors or len(weights), step_count=step_count,
                                         learning_rates=lrs, wds=wds, **kwargs)
 
 
@@ -119,8 +113,6 @@ def multi_mp_lamb_update(weights, grads, mean, var, weights32, step_count,
     the float32 master copies ``weights32`` and float32 ``mean`` and ``var``
     are updated in place; the outputs are the new weights in their dtype."""
     from . import _internal
-    if not num_tensors:
-        num_tensors = len(weights)
-    temp_list = _flatten_list(zip(weights, grads, mean, var, weights32))
-    return _internal._multi_mp_lamb_update(*temp_list, out=out, num_tensors=num_tensors,
-                                           step_count=step_count, learning_rates=lrs, wds=wds, **kwargs)
+    return _internal._multi_mp_lamb_update(*_interleave(weights, grads, mean, var, weights32), out=out,
+                                           num_tensors=num_tensors or len(weights), step_count=step_count,
+                                           learning_rates=lrs, wds=wds, **kwargs)
