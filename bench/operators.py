@@ -19,35 +19,14 @@ the table gives numpy/oxnet (above 1: oxnet is faster).
 
 import os
 import sys
-import time
-import statistics
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import side_by_side  # noqa: E402
+from python_ops import timeit  # noqa: E402
 
 N = 1 << 20
 K = 10
 SEED = 0
-
-
-def timeit(fn, min_time=0.2, repeats=5):
-    """Median microseconds per call over ``repeats`` timed batches."""
-    fn()
-    n = 1
-    while True:
-        start = time.perf_counter()
-        for _ in range(n):
-            fn()
-        if time.perf_counter() - start > min_time / repeats or n >= 1 << 16:
-            break
-        n *= 2
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(n):
-            fn()
-        samples.append((time.perf_counter() - start) / n * 1e6)
-    return statistics.median(samples)
 
 
 # name -> (domain low, domain high, numpy expression); the oxnet/MXNet

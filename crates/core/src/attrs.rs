@@ -202,17 +202,20 @@ fn parse_int(s: &str) -> std::result::Result<i64, String> {
     }
 }
 
-fn parse_ints(s: &str) -> std::result::Result<Vec<i64>, String> {
-    let t = s.trim();
+/// The items of a tuple as Python writes it: `(2, 3)`, `[2,3]`, `4` (one
+/// item), `()` (none); each trimmed, empty ones (a trailing comma) skipped.
+pub fn tuple_items(text: &str) -> impl Iterator<Item = &str> {
+    let t = text.trim();
     let inner = if (t.starts_with('(') && t.ends_with(')')) || (t.starts_with('[') && t.ends_with(']')) {
         &t[1..t.len() - 1]
     } else {
         t
     };
-    inner
-        .split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
+    inner.split(',').map(str::trim).filter(|p| !p.is_empty())
+}
+
+fn parse_ints(s: &str) -> std::result::Result<Vec<i64>, String> {
+    tuple_items(s)
         .map(|p| parse_int(p).map_err(|_| format!("expected a tuple of integers, got `{s}`")))
         .collect()
 }

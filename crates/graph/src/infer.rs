@@ -272,7 +272,8 @@ fn infer_node_shape(g: &IndexedGraph, n: usize, facts: &mut [ShapeFact]) -> Resu
                 .map_err(|e| Error::Shape(format!("node `{}` ({}): {e}", node.name, call.op.name)))?;
         }
         _ => {
-            let full = |e: &usize| facts[*e].known().then(|| Shape::from_slice(facts[*e].shape.as_ref().unwrap()));
+            let full =
+                |e: &usize| facts[*e].known().then(|| Shape::from_slice(facts[*e].shape.as_ref().unwrap()));
             ins = in_entries.iter().map(full).collect();
             outs = out_entries.iter().map(full).collect();
             let known = ins.clone();
@@ -294,7 +295,11 @@ fn infer_node_shape(g: &IndexedGraph, n: usize, facts: &mut [ShapeFact]) -> Resu
         let before = facts[e].shape.clone();
         let merged = if facts[e].exact {
             // an exact shape takes nothing new, and must agree
-            if before.as_deref() == Some(&s[..]) { Ok(false) } else { Err(()) }
+            if before.as_deref() == Some(&s[..]) {
+                Ok(false)
+            } else {
+                Err(())
+            }
         } else {
             unify_shape(&mut facts[e].shape, s)
         };

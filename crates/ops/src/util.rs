@@ -33,16 +33,7 @@ pub fn call_into(name: &str, inputs: &[&NDArray], attrs: &[(&str, AttrValue)], o
 /// Parses a tuple of floats as Python writes it: `(0.1, 0.2)`, `[0.1,0.2]`,
 /// `0.1`, also `[np.float64(0.1), ...]`.
 pub(crate) fn parse_floats(name: &str, text: &str) -> Result<Vec<f64>> {
-    let t = text.trim();
-    let inner = if (t.starts_with('(') && t.ends_with(')')) || (t.starts_with('[') && t.ends_with(']')) {
-        &t[1..t.len() - 1]
-    } else {
-        t
-    };
-    inner
-        .split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
+    oxnet_core::attrs::tuple_items(text)
         .map(|p| {
             // numpy scalars print as `np.float64(0.1)`
             let bare = match (p.find('('), p.strip_suffix(')')) {

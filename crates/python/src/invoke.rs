@@ -69,7 +69,8 @@ pub fn attr_value(obj: &Bound<'_, PyAny>) -> PyResult<AttrValue> {
         }
         // other items (numpy floats among them) as their Python values'
         // text: `(np.float64(0.5), 2)` reads as `(0.5, 2)`
-        let plain: Vec<Bound<'_, PyAny>> = obj.try_iter()?.map(|item| python_value(&item?)).collect::<PyResult<_>>()?;
+        let plain: Vec<Bound<'_, PyAny>> =
+            obj.try_iter()?.map(|item| python_value(&item?)).collect::<PyResult<_>>()?;
         return Ok(AttrValue::Raw(PyTuple::new(obj.py(), plain)?.str()?.to_string()));
     }
     // numpy scalars and arrays: their Python values (`np.array([3, 4])`,

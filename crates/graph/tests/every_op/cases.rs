@@ -196,7 +196,11 @@ pub fn cases() -> Vec<Case> {
         case("_contrib_gradientmultiplier", &[("scalar", "-0.7")], vec![m(&[2, 3])]),
         case("erfinv", &[], vec![uniform(&[2, 3], -0.9, 0.9)]),
         case("khatri_rao", &[("num_args", "3")], vec![m(&[2, 2]), m(&[3, 2]), m(&[1, 2])]),
-        case("_scatter_set_nd", &[("shape", "(3, 2)")], vec![m(&[3, 2]), m(&[2, 2]), idx(&[2., 0.], &[1, 2])]),
+        case(
+            "_scatter_set_nd",
+            &[("shape", "(3, 2)")],
+            vec![m(&[3, 2]), m(&[2, 2]), idx(&[2., 0.], &[1, 2])],
+        ),
         case("Crop", &[("num_args", "1"), ("h_w", "(2, 2)"), ("offset", "(1, 0)")], vec![m(&[1, 2, 3, 4])]),
         case("Crop", &[("num_args", "2"), ("center_crop", "True")], vec![m(&[1, 2, 3, 4]), m(&[2, 1, 1, 2])]),
         case("_np_cumsum", &[("axis", "1")], vec![m(&[2, 3])]),
@@ -205,7 +209,12 @@ pub fn cases() -> Vec<Case> {
         case(
             "multi_lars",
             &[("eta", "0.5"), ("eps", "1e-8")],
-            vec![pos(&[3]).dtype(DType::F32), pos(&[3]).dtype(DType::F32), pos(&[3]).dtype(DType::F32), pos(&[3]).dtype(DType::F32)],
+            vec![
+                pos(&[3]).dtype(DType::F32),
+                pos(&[3]).dtype(DType::F32),
+                pos(&[3]).dtype(DType::F32),
+                pos(&[3]).dtype(DType::F32),
+            ],
         ),
         case("_contrib_div_sqrt_dim", &[], vec![m(&[2, 4])]),
         // zero gradient by definition

@@ -289,7 +289,8 @@ mod tests {
         let cols: Vec<i64> = (0..n).map(|j| (j * 13 % 40) as i64).collect();
         let idx = NDArray::from_vec([rows.clone(), cols.clone()].concat(), &[2, n]).unwrap();
         let got = vals(&invoke1("gather_nd", &[&data, &idx], &[]).unwrap());
-        let want: Vec<f64> = rows.iter().zip(&cols).map(|(&r, &c)| ((r.rem_euclid(30)) * 40 + c) as f64).collect();
+        let want: Vec<f64> =
+            rows.iter().zip(&cols).map(|(&r, &c)| ((r.rem_euclid(30)) * 40 + c) as f64).collect();
         assert_eq!(got, want);
     }
 
@@ -307,13 +308,20 @@ mod tests {
         oxnet_core::invoke_into(
             &oxnet_core::registry::get("_scatter_set_nd").unwrap(),
             &[&m, &rows, &idx(&[2., 0.], &[1, 2])],
-            &oxnet_core::registry::get("_scatter_set_nd").unwrap().parse_attrs(&[("shape", "(3, 2)".into())]).unwrap(),
+            &oxnet_core::registry::get("_scatter_set_nd")
+                .unwrap()
+                .parse_attrs(&[("shape", "(3, 2)".into())])
+                .unwrap(),
             std::slice::from_ref(&m),
             &[Req::Write],
         )
         .unwrap();
         assert_eq!(vals(&m), vec![9., 10., 2., 3., 7., 8.]);
-        let e = invoke1("_scatter_set_nd", &[&lhs, &rhs, &idx(&[2., 0., 0.], &[1, 3])], &[("shape", "(2, 2)".into())]);
+        let e = invoke1(
+            "_scatter_set_nd",
+            &[&lhs, &rhs, &idx(&[2., 0., 0.], &[1, 3])],
+            &[("shape", "(2, 2)".into())],
+        );
         assert!(e.unwrap_err().to_string().contains("_scatter_set_nd"));
         OpChecker::new("_scatter_set_nd", &[iota(&[3, 2]), idx(&[0.5, -1.5], &[1, 2]), idx(&[2.], &[1, 1])])
             .attr("shape", "(3, 2)")

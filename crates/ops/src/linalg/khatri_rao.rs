@@ -121,9 +121,16 @@ mod tests {
         let want = [1., -4., 2., -5., 3., -6., 2., -12., 4., -15., 6., -18.];
         assert_eq!(c.to_vec::<f64>().unwrap(), want);
         // one matrix is itself
-        assert_eq!(invoke1("khatri_rao", &[&a], &[("num_args", AttrValue::Int(1))]).unwrap().to_vec::<f64>().unwrap(), a.to_vec::<f64>().unwrap());
+        assert_eq!(
+            invoke1("khatri_rao", &[&a], &[("num_args", AttrValue::Int(1))])
+                .unwrap()
+                .to_vec::<f64>()
+                .unwrap(),
+            a.to_vec::<f64>().unwrap()
+        );
         let bad = NDArray::from_vec(vec![1.0f64; 3], &[1, 3]).unwrap();
-        let e = invoke1("khatri_rao", &[&a, &bad], &[("num_args", AttrValue::Int(2))]).unwrap_err().to_string();
+        let e =
+            invoke1("khatri_rao", &[&a, &bad], &[("num_args", AttrValue::Int(2))]).unwrap_err().to_string();
         assert!(e.contains("khatri_rao") && e.contains("columns"), "{e}");
     }
 

@@ -58,8 +58,13 @@ fn backward(ctx: &OpContext, args: &BackwardArgs, grads: &[NDArray]) -> Result<(
         let mean = (0..n).map(|i| x[i * d + j]).sum::<f64>() / n.max(1) as f64;
         *m = p.momentum * *m + (1.0 - p.momentum) * mean;
     }
-    oxnet_core::store::store(Req::Write, moving, &NDArray::from_vec(avg.clone(), &[d])?.astype(moving.dtype())?)?;
-    let extra: Vec<f64> = avg.iter().map(|m| p.penalty * (-p.target / m + (1.0 - p.target) / (1.0 - m))).collect();
+    oxnet_core::store::store(
+        Req::Write,
+        moving,
+        &NDArray::from_vec(avg.clone(), &[d])?.astype(moving.dtype())?,
+    )?;
+    let extra: Vec<f64> =
+        avg.iter().map(|m| p.penalty * (-p.target / m + (1.0 - p.target) / (1.0 - m))).collect();
     let dx: Vec<f64> = dy.to_vec::<f64>()?.iter().enumerate().map(|(k, g)| g + extra[k % d.max(1)]).collect();
     oxnet_core::store::store(ctx.req[0], &grads[0], &NDArray::from_vec(dx, &[n, d])?.astype(data.dtype())?)?;
     // the moving average gets no gradient
@@ -130,7 +135,11 @@ mod tests {
     #[test]
     fn data_must_be_a_matrix() {
         let x = NDArray::from_vec(vec![0.5f64; 8], &[2, 2, 2]).unwrap();
-        let e = invoke("IdentityAttachKLSparseReg", &[&x, &NDArray::from_vec(vec![0.5f64; 2], &[2]).unwrap()], &[]);
+        let e = invoke(
+            "IdentityAttachKLSparseReg",
+            &[&x, &NDArray::from_vec(vec![0.5f64; 2], &[2]).unwrap()],
+            &[],
+        );
         assert!(e.unwrap_err().to_string().contains("2-D"));
     }
 }

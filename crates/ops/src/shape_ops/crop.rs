@@ -31,7 +31,9 @@ fn pair(attrs: &Attrs, name: &str) -> Result<[usize; 2]> {
 /// window size `hw`.
 fn window(attrs: &Attrs, data: &[usize], hw: [usize; 2]) -> Result<[usize; 4]> {
     let &[_, _, h, w] = data else {
-        return Err(Error::Shape(format!("{OP}: data must be 4-D (batch, channel, y, x), got shape {data:?}")));
+        return Err(Error::Shape(format!(
+            "{OP}: data must be 4-D (batch, channel, y, x), got shape {data:?}"
+        )));
     };
     if hw[0] < 1 || hw[1] < 1 || hw[0] > h || hw[1] > w {
         return Err(Error::Shape(format!(
@@ -46,7 +48,9 @@ fn window(attrs: &Attrs, data: &[usize], hw: [usize; 2]) -> Result<[usize; 4]> {
         if o[0] > spare_h || o[1] > spare_w {
             return Err(Error::attr(
                 "offset",
-                format!("{OP}: offset {o:?} leaves the data: at most ({spare_h}, {spare_w}) for a {hw:?} crop"),
+                format!(
+                    "{OP}: offset {o:?} leaves the data: at most ({spare_h}, {spare_w}) for a {hw:?} crop"
+                ),
             ));
         }
         o
@@ -87,7 +91,11 @@ fn grad(c: &GradCtx) -> Result<Vec<Option<NDArray>>> {
     let mut grads = vec![None; c.inputs.len()];
     if c.needs_grad[0] {
         let zeros = call("zeros_like", &[x], &[])?;
-        grads[0] = Some(call("_slice_assign", &[&zeros, &c.out_grads[0]], &slice_attrs(window_of(c.attrs, c.inputs)?))?);
+        grads[0] = Some(call(
+            "_slice_assign",
+            &[&zeros, &c.out_grads[0]],
+            &slice_attrs(window_of(c.attrs, c.inputs)?),
+        )?);
     }
     if c.inputs.len() > 1 && c.needs_grad[1] {
         grads[1] = Some(call("zeros_like", &[&c.inputs[1]], &[])?);
@@ -104,15 +112,36 @@ pub(super) fn register() {
                  window starts at offset (y, x), or is centred with center_crop. Deprecated in MXNet \
                  in favour of slice.",
             )
-            .attr(AttrSpec::required("num_args", AttrKind::Int, "1: crop to h_w; 2: crop to crop_like's size."))
-            .attr(AttrSpec::optional("offset", AttrKind::Ints, AttrValue::Ints(vec![0, 0]), "Window corner (y, x)."))
-            .attr(AttrSpec::optional("h_w", AttrKind::Ints, AttrValue::Ints(vec![0, 0]), "Window size (h, w)."))
-            .attr(AttrSpec::optional("center_crop", AttrKind::Bool, false, "Centre the window (ignores offset)."))
+            .attr(AttrSpec::required(
+                "num_args",
+                AttrKind::Int,
+                "1: crop to h_w; 2: crop to crop_like's size.",
+            ))
+            .attr(AttrSpec::optional(
+                "offset",
+                AttrKind::Ints,
+                AttrValue::Ints(vec![0, 0]),
+                "Window corner (y, x).",
+            ))
+            .attr(AttrSpec::optional(
+                "h_w",
+                AttrKind::Ints,
+                AttrValue::Ints(vec![0, 0]),
+                "Window size (h, w).",
+            ))
+            .attr(AttrSpec::optional(
+                "center_crop",
+                AttrKind::Bool,
+                false,
+                "Centre the window (ignores offset).",
+            ))
             .arguments_fn(|attrs| Ok((0..num_args(attrs)?).map(|i| format!("arg{i}")).collect()))
             .arity_fn(|attrs| Ok([num_args(attrs)?, 0, 1]))
             .infer_shape(|attrs, ins, outs| {
                 let Some(data) = ins[0].clone() else { return Ok(()) };
-                let Some(hw) = crop_size(attrs, ins.get(1).and_then(|s| s.as_deref()))? else { return Ok(()) };
+                let Some(hw) = crop_size(attrs, ins.get(1).and_then(|s| s.as_deref()))? else {
+                    return Ok(());
+                };
                 let [_, _, h, w] = window(attrs, &data, hw)?;
                 let out = Shape::from_slice(&[data[0], data[1], h, w]);
                 crate::shape_ops::set_shape(&mut outs[0], out, "the output")
@@ -140,14 +169,23 @@ mod tests {
         let x = iota(&[1, 1, 4, 5]);
         let h_w = [("num_args", AttrValue::Int(1)), ("h_w", AttrValue::Ints(vec![2, 3]))];
         let y = invoke1("Crop", &[&x], &h_w).unwrap();
-        assert_eq!((y.shape(), y.to_vec::<f64>().unwrap()), (&[1usize, 1, 2, 3][..], vec![0., 1., 2., 5., 6., 7.]));
+        assert_eq!(
+            (y.shape(), y.to_vec::<f64>().unwrap()),
+            (&[1usize, 1, 2, 3][..], vec![0., 1., 2., 5., 6., 7.])
+        );
         let mut at = h_w.to_vec();
         at.push(("offset", AttrValue::Ints(vec![2, 1])));
-        assert_eq!(invoke1("Crop", &[&x], &at).unwrap().to_vec::<f64>().unwrap(), vec![11., 12., 13., 16., 17., 18.]);
+        assert_eq!(
+            invoke1("Crop", &[&x], &at).unwrap().to_vec::<f64>().unwrap(),
+            vec![11., 12., 13., 16., 17., 18.]
+        );
         // centred: spare (2, 2) -> corner (1, 1)
         let mut centre = h_w.to_vec();
         centre.push(("center_crop", true.into()));
-        assert_eq!(invoke1("Crop", &[&x], &centre).unwrap().to_vec::<f64>().unwrap(), vec![6., 7., 8., 11., 12., 13.]);
+        assert_eq!(
+            invoke1("Crop", &[&x], &centre).unwrap().to_vec::<f64>().unwrap(),
+            vec![6., 7., 8., 11., 12., 13.]
+        );
         let like = iota(&[3, 7, 1, 2]);
         let y = invoke1("Crop", &[&x, &like], &[("num_args", AttrValue::Int(2))]).unwrap();
         assert_eq!((y.shape(), y.to_vec::<f64>().unwrap()), (&[1usize, 1, 1, 2][..], vec![0., 1.]));
@@ -165,7 +203,8 @@ mod tests {
             ("offset", AttrValue::Ints(vec![0, 4])),
         ]);
         assert!(off.contains("offset"), "{off}");
-        let flat = invoke1("Crop", &[&iota(&[4, 5])], &[("num_args", AttrValue::Int(1))]).unwrap_err().to_string();
+        let flat =
+            invoke1("Crop", &[&iota(&[4, 5])], &[("num_args", AttrValue::Int(1))]).unwrap_err().to_string();
         assert!(flat.contains("4-D"), "{flat}");
     }
 

@@ -252,7 +252,8 @@ fn labels_outside_the_classes_are_errors_unless_ignored() {
     let e = y.backward().unwrap_err().to_string();
     assert!(e.contains("SoftmaxOutput") && e.contains("label 7") && e.contains("3 classes"), "{e}");
     // ignored, it gives no gradient
-    let (_, grads) = run("SoftmaxOutput", &[x, label], &[("use_ignore", true.into()), ("ignore_label", f(7.))]);
+    let (_, grads) =
+        run("SoftmaxOutput", &[x, label], &[("use_ignore", true.into()), ("ignore_label", f(7.))]);
     assert_eq!(&grads[0][3..], &[0.0; 3]);
 }
 
