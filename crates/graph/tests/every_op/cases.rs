@@ -566,6 +566,14 @@ pub fn cases() -> Vec<Case> {
             &[("mean", "(0.1, 0.2, 0.3)"), ("std", "(1.5, 2.0, 0.5)")],
             vec![m(&[3, 2, 2])],
         ),
+        // --- Fourier transforms (interleaved complex rows) and count sketch
+        case("_contrib_fft", &[], vec![m(&[2, 5])]),
+        case("_contrib_ifft", &[("compute_size", "1")], vec![m(&[2, 1, 3, 8])]),
+        case(
+            "_contrib_count_sketch",
+            &[("out_dim", "3")],
+            vec![m(&[2, 4]), idx(&[2., 0., 2., 1.], &[1, 4]), idx(&[-1., 1., 1., -1.], &[1, 4])],
+        ),
         // --- quantization (zero gradients; float32 data, 8- and 32-bit codes)
         case(
             "_contrib_quantize",
