@@ -2,7 +2,9 @@
 //! and columns of score matrices, best score first.
 
 use super::geometry::argsort_desc;
-use super::{assign_outputs, float32, infer_real_type, prepared, shape_error, store, with_params, Real};
+use super::{
+    assign_outputs, float32, infer_real_type, prepared, shape_error, store, with_params, Real, REAL_DTYPES,
+};
 use oxnet_core::attrs::Attrs;
 use oxnet_core::{registry, AttrKind, AttrSpec, NDArray, OpContext, OpDef, Result, Shape};
 
@@ -45,7 +47,8 @@ fn match_one<T: Real>(p: &Params, scores: &[T], cols: usize, rmark: &mut [T], cm
     } else {
         argsort_desc(scores.len(), |i| scores[i])
     };
-    let thr = T::narrow(p.threshold as f64);
+    // the float threshold, compared with the DType scores as it is
+    let thr = p.threshold as f64;
     let unset = -T::ONE;
     let mut count = 0i64;
     for idx in order {
@@ -53,7 +56,7 @@ fn match_one<T: Real>(p: &Params, scores: &[T], cols: usize, rmark: &mut [T], cm
         if rmark[r] != unset || cmark[c] != unset {
             continue;
         }
-        let s = scores[idx];
+        let s = scores[idx].wide();
         if !((!p.is_ascend && s > thr) || (p.is_ascend && s < thr)) {
             break; // the remaining scores are worse
         }
@@ -113,7 +116,7 @@ pub(super) fn register() {
         .attr(AttrSpec::optional("topk", AttrKind::Int, -1i64, "Limit on the matches; -1: no limit."))
         .outputs(&["output0", "output1"])
         .infer_shape(|_, ins, outs| infer_shape(ins, outs))
-        .infer_type(|_, ins, outs| infer_real_type(OP, &["data"], false, ins, outs))
+        .infer_type(|_, ins, outs| infer_real_type(OP, &["data"], REAL_DTYPES, ins, outs))
         .forward(forward)
         .zero_grad();
     registry::register(with_params(def, parse));

@@ -5,6 +5,7 @@
 use super::geometry::BoxFormat;
 use super::{
     assign, assign_outputs, float32, infer_real_type, prepared, shape_error, store, with_params, Real,
+    REAL_DTYPES,
 };
 use oxnet_core::attrs::Attrs;
 use oxnet_core::{registry, AttrKind, AttrSpec, Error, NDArray, OpContext, OpDef, Result, Shape};
@@ -24,11 +25,11 @@ fn boxes3(op: &str, what: &str, s: &[usize]) -> Result<(usize, usize)> {
 }
 
 /// Center and size of the corner box `b` as MXNet's codec computes them:
-/// `(x, y, width, height)`, the centers in double precision.
+/// `(x, y, width, height)`, the centers `lo + extent * 0.5` with a double
+/// `0.5` ([`Real::plus_half_of`]).
 fn center_of<T: Real>(b: &[T]) -> [T; 4] {
     let (w, h) = (b[2] - b[0], b[3] - b[1]);
-    let mid = |lo: T, extent: T| T::narrow(lo.wide() + extent.wide() * 0.5);
-    [mid(b[0], w), mid(b[1], h), w, h]
+    [b[0].plus_half_of(w), b[1].plus_half_of(h), w, h]
 }
 
 fn encode_shape(ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
@@ -69,11 +70,10 @@ fn encode_typed<T: Real>(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> 
         })? as usize;
         let r = center_of(&refs[((i / n) * m + k) * 4..][..4]);
         let a = center_of(&anchors[i * 4..i * 4 + 4]);
-        // MXNet's `log` takes and returns a double: the log-size targets are
-        // computed in double precision to the end
-        let log_target = |num: T, den: T, c: usize| {
-            T::narrow(((num / den).wide().ln() - means[c].wide()) / stds[c].wide())
-        };
+        // MXNet's `log` takes and returns a double: the log-size targets go
+        // on from that double ([`Real::double_sub_div`])
+        let log_target =
+            |num: T, den: T, c: usize| T::double_sub_div((num / den).wide().ln(), means[c], stds[c]);
         let t = [
             ((r[0] - a[0]) / a[2] - means[0]) / stds[0],
             ((r[1] - a[1]) / a[3] - means[1]) / stds[1],
@@ -158,7 +158,7 @@ pub(super) fn register() {
             .arguments(&ENCODE_INPUTS)
             .outputs(&["output0", "output1"])
             .infer_shape(|_, ins, outs| encode_shape(ins, outs))
-            .infer_type(|_, ins, outs| infer_real_type(ENCODE, &ENCODE_INPUTS, false, ins, outs))
+            .infer_type(|_, ins, outs| infer_real_type(ENCODE, &ENCODE_INPUTS, REAL_DTYPES, ins, outs))
             .forward(
                 |ctx, ins, outs| with_real!(ENCODE, ins[2].dtype(), T => encode_typed::<T>(ctx, ins, outs)),
             )
@@ -189,7 +189,7 @@ pub(super) fn register() {
         .attr(BoxFormat::attr("format", "center", "The anchors' encoding: corner or center."))
         .arguments(&["data", "anchors"])
         .infer_shape(|_, ins, outs| decode_shape(ins, outs))
-        .infer_type(|_, ins, outs| infer_real_type(DECODE, &["data", "anchors"], false, ins, outs))
+        .infer_type(|_, ins, outs| infer_real_type(DECODE, &["data", "anchors"], REAL_DTYPES, ins, outs))
         .forward(|ctx, ins, outs| {
             let p = prepared(ctx.attrs, parse_decode)?;
             with_real!(DECODE, ins[0].dtype(), T => decode_typed::<T>(ctx, &p, ins, &outs[0]))

@@ -2,7 +2,7 @@
 //! with every box of `rhs`.
 
 use super::geometry::{box_area, intersection, BoxFormat};
-use super::{assign, infer_real_type, shape_error, store, Real};
+use super::{assign, infer_real_type, shape_error, store, Real, REAL_DTYPES};
 use oxnet_core::{registry, NDArray, OpContext, OpDef, Result, Shape};
 
 const OP: &str = "_contrib_box_iou";
@@ -63,7 +63,7 @@ pub(super) fn register() {
             .attr(BoxFormat::attr("format", "corner", "Box encoding: corner or center."))
             .arguments(&["lhs", "rhs"])
             .infer_shape(|_, ins, outs| infer_shape(ins, outs))
-            .infer_type(|_, ins, outs| infer_real_type(OP, &["lhs", "rhs"], false, ins, outs))
+            .infer_type(|_, ins, outs| infer_real_type(OP, &["lhs", "rhs"], REAL_DTYPES, ins, outs))
             .forward(forward)
             .zero_grad(),
     );

@@ -5,7 +5,9 @@
 
 use super::geometry::BoxFormat;
 use super::geometry::{argsort_desc, box_area, center_to_corner, corner_to_center, greedy_nms, intersection};
-use super::{assign_outputs, float32, infer_real_type, prepared, shape_error, store, with_params, Real};
+use super::{
+    assign_outputs, float32, infer_real_type, prepared, shape_error, store, with_params, Real, REAL_DTYPES,
+};
 use crate::util::call;
 use oxnet_core::attrs::Attrs;
 use oxnet_core::{registry, AttrKind, AttrSpec, Error, GradCtx, NDArray, OpContext, OpDef, Result, Shape};
@@ -118,7 +120,8 @@ fn nms_batch<T: Real>(
     let cs = p.coord_start as usize;
     let coords = |i: usize| &x[i * width + cs..i * width + cs + 4];
     let areas: Vec<T> = cand.iter().map(|&i| box_area(coords(i), p.in_format)).collect();
-    let thresh = T::narrow(p.overlap_thresh as f64);
+    // MXNet compares the IoU (a DType) with the float threshold as it is
+    let thresh = p.overlap_thresh as f64;
     let class = |i: usize| col(i, p.id_index).to_i64().unwrap_or(i64::MIN);
     let mut rule = |k: usize, c: usize| {
         let (a, b) = (cand[k], cand[c]);
@@ -126,7 +129,7 @@ fn nms_batch<T: Real>(
             return false;
         }
         let inter = intersection(coords(a), coords(b), p.in_format);
-        inter / (areas[k] + areas[c] - inter) > thresh
+        (inter / (areas[k] + areas[c] - inter)).wide() > thresh
     };
     let kept = greedy_nms(cand.len(), usize::MAX, &mut rule);
     out.fill(-T::ONE);
@@ -244,7 +247,7 @@ pub(super) fn register() {
         .outputs(&["output0", "output1"])
         .visible_outputs(1)
         .infer_shape(|attrs, ins, outs| infer_shape(&prepared(attrs, parse)?, ins, outs))
-        .infer_type(|_, ins, outs| infer_real_type(OP, &["data"], false, ins, outs))
+        .infer_type(|_, ins, outs| infer_real_type(OP, &["data"], REAL_DTYPES, ins, outs))
         .forward(forward)
         .grad_rule(nms_grad);
     registry::register(with_params(attrs(def), parse));
@@ -266,9 +269,12 @@ pub(super) fn register() {
                 super::assign(BACKWARD, &mut ins[1], &rec, "record")?;
                 super::assign(BACKWARD, &mut outs[0], &g, "the output")
             })
-            .infer_type(|_, ins, outs| infer_real_type(BACKWARD, &["ograd", "record"], false, ins, outs))
+            .infer_type(|_, ins, outs| {
+                infer_real_type(BACKWARD, &["ograd", "record"], REAL_DTYPES, ins, outs)
+            })
             .forward(|ctx, ins, outs| {
-                with_real!(BACKWARD, ins[0].dtype(), T => backward_typed::<T>(ctx, &ins[0], &ins[1], &outs[0]))
+                let (og, record) = (&ins[0], &ins[1]);
+                with_real!(BACKWARD, og.dtype(), T => backward_typed::<T>(ctx, og, record, &outs[0]))
             }),
     );
 }

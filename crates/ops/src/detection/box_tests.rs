@@ -14,7 +14,8 @@ const MATCH: &str = "_contrib_bipartite_matching";
 
 #[test]
 fn box_operators_match_mxnet() {
-    assert_eq!(check_mx_cases(&[IOU, NMS, ENCODE, DECODE, MATCH]), 2 * 14);
+    // 14 calls in float32 and float64 each, 13 in float16
+    assert_eq!(check_mx_cases(&[IOU, NMS, ENCODE, DECODE, MATCH]), 2 * 14 + 13);
 }
 
 #[test]
@@ -129,8 +130,8 @@ fn box_nms_errors_name_the_attribute() {
     let flat = arr(&[0.0; 6], &[6], DType::F32);
     let e = err(NMS, &[&flat], &[]);
     assert!(e.contains("data") && e.contains("(6,)"), "{e}");
-    let e = err(NMS, &[&x.astype(DType::F16).unwrap()], &[]);
-    assert!(e.contains("float16"), "{e}");
+    let e = err(NMS, &[&x.astype(DType::BF16).unwrap()], &[]);
+    assert!(e.contains(NMS) && e.contains("bfloat16"), "{e}");
     let e = err(NMS, &[&x], &[("in_format", "xywh")]);
     assert!(e.contains("in_format"), "{e}");
 }
@@ -233,4 +234,107 @@ fn box_operators_but_nms_have_zero_gradients() {
             assert!(x.grad().unwrap().to_vec::<f64>().unwrap().iter().all(|&g| g == 0.0), "{op}");
         }
     }
+}
+
+/// `rows` boxes `[0, 0, 0, 0, 1, 1]` (score 0: not valid) but for the
+/// `(row, [id, score, x1, y1, x2, y2])` given.
+fn sparse_boxes(rows: usize, set: &[(usize, [f64; 6])]) -> Vec<f64> {
+    let mut d: Vec<f64> = (0..rows).flat_map(|_| [0.0, 0.0, 0.0, 0.0, 1.0, 1.0]).collect();
+    for (r, v) in set {
+        d[r * 6..r * 6 + 6].copy_from_slice(v);
+    }
+    d
+}
+
+#[test]
+fn float16_nms_records_round_to_half_like_mxnet() {
+    // MXNet keeps the row numbers of the kept boxes in the data's dtype: in
+    // float16, rows 2049 and 2051 are recorded as 2048 and 2052 (ties to
+    // even), and the gradient goes to those rows (MXNet 1.9.1 does the same)
+    let set = [
+        (2049, [0.0, 0.875, 0.0, 0.0, 1.0, 1.0]),
+        (5, [0.0, 0.75, 2.0, 2.0, 3.0, 3.0]),
+        (2051, [0.0, 0.625, 4.0, 4.0, 5.0, 5.0]),
+    ];
+    let d = sparse_boxes(2100, &set);
+    for (dt, rows) in [(DType::F16, [5, 2048, 2052]), (DType::F32, [5, 2049, 2051])] {
+        let x = arr(&d, &[1, 2100, 6], dt);
+        x.attach_grad(Req::Write).unwrap();
+        let y = {
+            let _r = autograd::record();
+            invoke(NMS, &[&x], &[]).unwrap()
+        };
+        let out = y[0].to_vec::<f64>().unwrap();
+        assert_eq!(&out[..18], &[set[0].1, set[1].1, set[2].1].concat()[..], "{dt}");
+        let rec = y[1].to_vec::<f64>().unwrap();
+        let want_rec: Vec<f64> = [rows[1], rows[0], rows[2]].iter().map(|&r| r as f64).collect();
+        assert_eq!((&rec[..3], rec[3]), (&want_rec[..], -1.0), "{dt}");
+        let head = arr(&vec![2.0; 2100 * 6], &[1, 2100, 6], dt);
+        autograd::backward(&[&y[0]], &[Some(&head)], Default::default()).unwrap();
+        let g = x.grad().unwrap().to_vec::<f64>().unwrap();
+        let hit: Vec<usize> = (0..2100).filter(|&r| g[r * 6..r * 6 + 6].iter().any(|&v| v != 0.0)).collect();
+        assert_eq!(hit, rows, "{dt}");
+    }
+}
+
+#[test]
+fn float16_bipartite_markers_round_to_half_like_mxnet() {
+    // the matched column 2049 is written as the half 2048, as MXNet does
+    let mut s = vec![0.0; 2100];
+    s[2049] = 1.0;
+    for (dt, col) in [(DType::F16, 2048.0), (DType::F32, 2049.0)] {
+        let v = values(MATCH, &[&arr(&s, &[1, 2100], dt)], &[("threshold", "0.5")]);
+        assert_eq!(v[0], [col], "{dt}");
+        let matched: Vec<usize> = (0..2100).filter(|&c| v[1][c] != -1.0).collect();
+        assert_eq!((matched, v[1][2049]), (vec![2049], 0.0), "{dt}");
+    }
+}
+
+#[test]
+fn thresholds_compare_as_float32_whatever_the_dtype() {
+    // two boxes of IoU 0.7: the float32 IoU 0.699999988 equals the float32
+    // threshold 0.7 (kept), the half IoU 0.7002 and the double 0.7 exceed it
+    // (suppressed): MXNet compares the DType IoU with the float threshold
+    let d = [0.0, 0.875, 2.0, 1.625, 2.25, 2.5, 0.0, 0.75, 2.0, 1.625, 2.25, 2.875];
+    for (dt, second) in [(DType::F16, -1.0), (DType::F32, 0.75), (DType::F64, -1.0)] {
+        let v = values(NMS, &[&arr(&d, &[2, 6], dt)], &[("overlap_thresh", "0.7")]);
+        assert_eq!((v[0][1], v[0][7]), (0.875, second), "{dt}");
+    }
+    // a half score 0.7002 passes the threshold 0.7, though 0.7 in half is 0.7002
+    let s = arr(&[0.7, 0.5, 0.25, 0.7], &[2, 2], DType::F16);
+    let v = values(MATCH, &[&s], &[("threshold", "0.7")]);
+    assert_eq!(v, [vec![0.0, 1.0], vec![0.0, 1.0]]);
+}
+
+#[test]
+fn box_operators_take_the_dtypes_of_mxnet() {
+    let b = |dt: DType| arr(&[0.0, 0.0, 2.0, 2.0, 1.0, 1.0, 3.0, 4.0], &[1, 2, 4], dt);
+    let rows = |dt: DType| arr(&[0.0, 0.9, 0.0, 0.0, 1.0, 1.0, 0.0, 0.8, 0.5, 0.5, 1.5, 1.5], &[2, 6], dt);
+    let scores = |dt: DType| arr(&[0.5, 0.2, 0.1, 0.7], &[2, 2], dt);
+    for dt in [DType::F32, DType::F64, DType::F16] {
+        let y = invoke(IOU, &[&b(dt), &b(dt)], &[]).unwrap();
+        assert_eq!(y[0].dtype(), dt);
+        let y = invoke(NMS, &[&rows(dt)], &[]).unwrap();
+        assert_eq!((y[0].dtype(), y[1].dtype()), (dt, dt));
+        let y = invoke(DECODE, &[&b(dt), &b(dt)], &raw(&[("format", "corner")])).unwrap();
+        assert_eq!(y[0].dtype(), dt);
+        let y = invoke(MATCH, &[&scores(dt)], &raw(&[("threshold", "0.1")])).unwrap();
+        assert_eq!((y[0].dtype(), y[1].dtype()), (dt, dt));
+    }
+    // bfloat16 and the integers: MXNet's MSHADOW_REAL_TYPE_SWITCH refuses them
+    for dt in [DType::BF16, DType::I32, DType::U8] {
+        for (op, inputs, attrs) in [
+            (IOU, vec![b(dt), b(dt)], &[][..]),
+            (NMS, vec![rows(dt)], &[][..]),
+            (DECODE, vec![b(dt), b(dt)], &[][..]),
+            (MATCH, vec![scores(dt)], &[("threshold", "0.1")][..]),
+        ] {
+            let refs: Vec<&NDArray> = inputs.iter().collect();
+            let e = err(op, &refs, attrs);
+            assert!(e.contains(op) && e.contains(dt.name()) && e.contains("float16"), "{e}");
+        }
+    }
+    // inputs of different dtypes are refused too
+    let e = err(IOU, &[&b(DType::F16), &b(DType::F32)], &[]);
+    assert!(e.contains("dtype") && e.contains("float16"), "{e}");
 }

@@ -3,7 +3,10 @@
 //! suppression.
 
 use super::geometry::{argsort_desc, corner_inter_union, cpp_max, cpp_min, greedy_nms};
-use super::{assign, float32, float_tuple, infer_real_type, prepared, shape_error, store, with_params, Real};
+use super::{
+    assign, float32, float_tuple, infer_real_type, prepared, shape_error, store, with_params, Real,
+    MULTIBOX_DTYPES,
+};
 use oxnet_core::attrs::Attrs;
 use oxnet_core::{registry, AttrKind, AttrSpec, AttrValue, NDArray, OpContext, OpDef, Result, Shape};
 
@@ -164,10 +167,10 @@ pub(super) fn register() {
         .attr(AttrSpec::optional("nms_topk", AttrKind::Int, -1i64, "Detections to keep before NMS; -1: all."))
         .arguments(&INPUTS)
         .infer_shape(|_, ins, outs| infer_shape(ins, outs))
-        .infer_type(|_, ins, outs| infer_real_type(OP, &INPUTS, false, ins, outs))
+        .infer_type(|_, ins, outs| infer_real_type(OP, &INPUTS, MULTIBOX_DTYPES, ins, outs))
         .forward(|ctx, ins, outs| {
             let p = prepared(ctx.attrs, parse)?;
-            with_real!(OP, ins[0].dtype(), T => forward_typed::<T>(ctx, &p, ins, &outs[0]))
+            with_real!(OP, ins[0].dtype(), [F32, F64], T => forward_typed::<T>(ctx, &p, ins, &outs[0]))
         })
         .zero_grad();
     registry::register(with_params(def, parse));

@@ -1,7 +1,9 @@
 //! `_contrib_MultiBoxPrior`: SSD anchor boxes for every position of a
 //! feature map.
 
-use super::{assign, float_tuple, infer_real_type, prepared, shape_error, store, with_params, Real};
+use super::{
+    assign, float_tuple, infer_real_type, prepared, shape_error, store, with_params, Real, MULTIBOX_DTYPES,
+};
 use oxnet_core::attrs::Attrs;
 use oxnet_core::{registry, AttrKind, AttrSpec, AttrValue, Error, NDArray, OpContext, OpDef, Result, Shape};
 
@@ -91,7 +93,7 @@ fn forward(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
     let p = prepared(ctx.attrs, parse)?;
     let (h, w) = plane(ins[0].shape())?;
     let a = anchors(&p, h, w);
-    with_real!(OP, ins[0].dtype(), T => {
+    with_real!(OP, ins[0].dtype(), [F32, F64], T => {
         let y: Vec<T> = a.iter().map(|&v| T::narrow(v as f64)).collect();
         store(ctx.req[0], &outs[0], &y)
     })
@@ -117,7 +119,7 @@ pub(super) fn register() {
         .attr(tuple("steps", "(-1.0, -1.0)", "Steps (y, x) between centers; -1: 1 / height, 1 / width."))
         .attr(tuple("offsets", "(0.5, 0.5)", "Center offsets (y, x) within a step, in [0, 1]."))
         .infer_shape(|attrs, ins, outs| infer_shape(&prepared(attrs, parse)?, ins, outs))
-        .infer_type(|_, ins, outs| infer_real_type(OP, &["data"], false, ins, outs))
+        .infer_type(|_, ins, outs| infer_real_type(OP, &["data"], MULTIBOX_DTYPES, ins, outs))
         .forward(forward)
         .zero_grad();
     registry::register(with_params(def, parse));

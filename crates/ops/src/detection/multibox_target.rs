@@ -5,6 +5,7 @@
 use super::geometry::{argsort_desc, corner_inter_union};
 use super::{
     assign_outputs, float32, float_tuple, infer_real_type, prepared, shape_error, store, with_params, Real,
+    MULTIBOX_DTYPES,
 };
 use oxnet_core::attrs::Attrs;
 use oxnet_core::{registry, AttrKind, AttrSpec, AttrValue, Error, NDArray, OpContext, OpDef, Result, Shape};
@@ -283,10 +284,10 @@ pub(super) fn register() {
         .arguments(&INPUTS)
         .outputs(&["loc_target", "loc_mask", "cls_target"])
         .infer_shape(|_, ins, outs| infer_shape(ins, outs))
-        .infer_type(|_, ins, outs| infer_real_type(OP, &INPUTS, false, ins, outs))
+        .infer_type(|_, ins, outs| infer_real_type(OP, &INPUTS, MULTIBOX_DTYPES, ins, outs))
         .forward(|ctx, ins, outs| {
             let p = prepared(ctx.attrs, parse)?;
-            with_real!(OP, ins[0].dtype(), T => forward_typed::<T>(ctx, &p, ins, outs))
+            with_real!(OP, ins[0].dtype(), [F32, F64], T => forward_typed::<T>(ctx, &p, ins, outs))
         })
         .zero_grad();
     registry::register(with_params(def, parse));

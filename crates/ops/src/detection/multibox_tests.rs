@@ -6,7 +6,7 @@
 use super::mx_values::F32;
 use super::test_util::{arr, check_mx_cases, err, values};
 use oxnet_core::check::compare;
-use oxnet_core::{invoke, DType};
+use oxnet_core::{invoke, DType, NDArray};
 
 const PRIOR: &str = "_contrib_MultiBoxPrior";
 const TARGET: &str = "_contrib_MultiBoxTarget";
@@ -154,4 +154,28 @@ fn multibox_errors_name_the_input() {
     assert!(err(PRIOR, &[&x4], &[("steps", "(0.5, -1)")]).contains("steps"));
     assert!(err(PRIOR, &[&x4], &[("sizes", "()")]).contains("sizes"));
     assert!(err(PRIOR, &[&x4.astype(DType::I32).unwrap()], &[]).contains("int32"));
+}
+
+#[test]
+fn multibox_operators_refuse_float16_as_mxnet() {
+    // MXNet 1.9.1's type inference of the MultiBox operators admits float32
+    // only; float64 is taken here as an extension, float16 is refused
+    let h = |x: &NDArray| x.astype(DType::F16).unwrap();
+    let a = anchors();
+    let label = arr(&[3.0, 0.1, 0.0, 0.6, 0.5], &[1, 1, 5], DType::F32);
+    let preds = arr(&[0.0; 6], &[1, 2, 3], DType::F32);
+    let loc = arr(&[0.0; 12], &[1, 12], DType::F32);
+    let x4 = arr(&[0.0; 4], &[1, 1, 2, 2], DType::F32);
+    let calls: [(&str, Vec<NDArray>); 3] = [
+        (PRIOR, vec![h(&x4)]),
+        (TARGET, vec![h(&a), h(&label), h(&preds)]),
+        (DETECT, vec![h(&preds), h(&loc), h(&a)]),
+    ];
+    for (op, inputs) in calls {
+        let refs: Vec<&NDArray> = inputs.iter().collect();
+        let e = err(op, &refs, &[]);
+        assert!(e.contains(op) && e.contains("float16") && e.contains("float32 or float64"), "{e}");
+    }
+    let e = err(PRIOR, &[&x4.astype(DType::BF16).unwrap()], &[]);
+    assert!(e.contains(PRIOR) && e.contains("bfloat16"), "{e}");
 }

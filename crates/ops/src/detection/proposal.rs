@@ -8,10 +8,13 @@
 
 use super::geometry::{argsort_desc, cpp_max, cpp_min, greedy_nms, Suppress};
 use super::{
-    assign, assign_outputs, float32, float_tuple, infer_real_type, prepared, shape_error, store, with_params,
+    assign, assign_outputs, float32, float_tuple, infer_real_type, prepared, shape_error, store,
+    unsupported_dtype, with_params, PROPOSAL_DTYPES,
 };
 use oxnet_core::attrs::Attrs;
-use oxnet_core::{registry, AttrKind, AttrSpec, AttrValue, Error, NDArray, OpContext, OpDef, Result, Shape};
+use oxnet_core::{
+    registry, AttrKind, AttrSpec, AttrValue, DType, Error, NDArray, OpContext, OpDef, Result, Shape,
+};
 
 const SINGLE: &str = "_contrib_Proposal";
 const MULTI: &str = "_contrib_MultiProposal";
@@ -233,6 +236,9 @@ fn propose(op: &str, p: &Params, map: &FeatureMap, img: &Image) -> Result<Vec<[f
 
 fn forward(op: &'static str, ctx: &OpContext, ins: &[NDArray], outs: &[NDArray]) -> Result<()> {
     let p = prepared(ctx.attrs, parse)?;
+    if let Some(x) = ins.iter().find(|x| x.dtype() != DType::F32) {
+        return Err(unsupported_dtype(op, PROPOSAL_DTYPES, x.dtype()));
+    }
     let [n, ch, h, w] = *ins[0].shape() else {
         return Err(shape_error(op, "cls_prob", "4-d", ins[0].shape()));
     };
@@ -291,7 +297,7 @@ fn register_one(op: &'static str, doc: &str) {
         })
         .arity_fn(|attrs| Ok([3, 0, if attrs.bool("output_score")? { 2 } else { 1 }]))
         .infer_shape(move |attrs, ins, outs| infer_shape(op, &prepared(attrs, parse)?, ins, outs))
-        .infer_type(move |_, ins, outs| infer_real_type(op, &INPUTS, true, ins, outs))
+        .infer_type(move |_, ins, outs| infer_real_type(op, &INPUTS, PROPOSAL_DTYPES, ins, outs))
         .forward(move |ctx, ins, outs| forward(op, ctx, ins, outs))
         .zero_grad();
     registry::register(with_params(def, parse));

@@ -117,6 +117,12 @@ fn proposal_errors_name_the_input() {
     let d = |x: &NDArray| x.astype(DType::F64).unwrap();
     let e = err(SINGLE, &[&d(&cls), &d(&bbox), &d(&info)], &ok);
     assert!(e.contains("float32") && e.contains("float64"), "{e}");
+    // float16 too: MXNet's Proposal and MultiProposal take float32 only
+    let h = |x: &NDArray| x.astype(DType::F16).unwrap();
+    for op in [SINGLE, MULTI] {
+        let e = err(op, &[&h(&cls), &h(&bbox), &h(&info)], &ok);
+        assert!(e.contains(op) && e.contains("float16") && e.contains("expected float32"), "{e}");
+    }
     let e = err(SINGLE, &[&cls, &bbox, &info], &[ok.as_slice(), &[("feature_stride", "0")]].concat());
     assert!(e.contains("feature_stride"), "{e}");
     let e = err(SINGLE, &[&cls, &bbox, &info], &[ok.as_slice(), &[("rpn_post_nms_top_n", "-1")]].concat());

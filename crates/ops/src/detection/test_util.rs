@@ -1,7 +1,9 @@
 //! Helpers of this folder's tests: arrays, attributes, and the check of
-//! the calls MXNet 1.9.1 computed ([`super::mx_values`]).
+//! the calls MXNet 1.9.1 computed ([`super::mx_values`],
+//! [`super::mx_values_f16`]).
 
 use super::mx_values::{F32, F64};
+use super::mx_values_f16::F16;
 use oxnet_core::autograd::{self, BackwardOptions};
 use oxnet_core::check::compare;
 use oxnet_core::{invoke, AttrValue, DType, NDArray, Req};
@@ -71,11 +73,12 @@ fn check_case(c: &MxCase, dtype: DType, tol: f64) {
     }
 }
 
-/// Checks every float32 and float64 call MXNet computed whose operator
-/// is one of `ops`; returns how many ran.
+/// Checks every float32, float64 and float16 call MXNet computed whose
+/// operator is one of `ops` (the float16 values exactly); returns how many
+/// ran.
 pub(super) fn check_mx_cases(ops: &[&str]) -> usize {
     let mut n = 0;
-    for (cases, dtype, tol) in [(F32, DType::F32, 1e-7), (F64, DType::F64, 1e-13)] {
+    for (cases, dtype, tol) in [(F32, DType::F32, 1e-7), (F64, DType::F64, 1e-13), (F16, DType::F16, 0.0)] {
         for c in cases.iter().filter(|c| ops.contains(&c.op)) {
             check_case(c, dtype, tol);
             n += 1;
