@@ -1,4 +1,5 @@
-//! Fast element-wise math over slices (exp, log, tanh, sigmoid, erf, sin, cos).
+//! Fast element-wise math over slices (exp, log, tanh, sigmoid, erf, sin, cos;
+//! gamma and erfinv in [`special`]).
 //!
 //! # Approach
 //!
@@ -52,6 +53,16 @@
 //! polynomial). The plain build calls a software `fmaf` for every `mul_add`
 //! on a CPU without FMA: 0.02-0.05 Gelem/s, a last resort.
 //!
+//! [`special`] holds the special functions of the `gamma` and `erfinv`
+//! operators, written the same way, with slice functions here
+//! ([`gamma_f32`], [`erfinv_f32`]) that call them by name: erfinv in
+//! `f32` (Giles' polynomials in `-ln(1 - x^2)`, relative error below 2.6e-7)
+//! and gamma in `f64` lanes (Lanczos with a vectorised `f64` log/exp and
+//! the reflection formula, blended; relative error below 6.0e-8). On the
+//! AVX2 (no AVX-512) EPYC of the development VM, one thread, 1M elements
+//! (`special_speed`): erfinv 2.4 ms, gamma 7.6 ms, against 28 ms and 24 ms
+//! for scipy (`scipy.special`), and 112 ms and 79 ms for the `f64` loops.
+//!
 //! The `f64` functions are used for numeric gradient checks, where accuracy
 //! matters more than speed: they wrap `std` and `libm` and are only
 //! parallelised, not approximated.
@@ -63,6 +74,11 @@ use oxnet_core::parallel;
 /// The `f32` functions are meant to be called in loops that LLVM vectorises;
 /// the slice functions of the parent module do exactly that.
 pub mod scalar;
+
+/// Branch-free special functions (`f32` gamma and erfinv, see the
+/// [module docs](special)) and their accurate `f64` references; the slice
+/// functions are [`gamma_f32`] and [`erfinv_f32`].
+pub mod special;
 
 #[cfg(test)]
 mod tests;
@@ -461,12 +477,80 @@ slice_fns! {
     cos_f64, cos_f64_inplace, f64, cos_f64, "cosine";
 }
 
+/// Slice functions of `f32` kernels too large to go through [`unary`]: its
+/// loop calls the kernel through `Fn::call`, which LLVM may decline to
+/// inline for a kernel of that size (it did for `special::gamma_f32` in the
+/// release build), leaving one call per element and a scalar loop. Here
+/// the kernel is called by name inside a [`LevelKernel`], so the
+/// `#[inline(always)]` chain reaches every build.
+macro_rules! direct_slice_fns {
+    ($how:literal; $($name:ident, $inplace:ident, $kernel:path, $what:literal;)*) => {$(
+        #[doc = concat!(
+            "Element-wise ", $what, ": `out[i] = `[`", stringify!($kernel), "`]`(x[i])`.\n\n",
+            $how, "\n\n# Panics\n\nIf `x` and `out` have different lengths."
+        )]
+        pub fn $name(x: &[f32], out: &mut [f32]) {
+            struct Run<'a>(&'a [f32], &'a mut [f32]);
+            impl LevelKernel for Run<'_> {
+                type Out = ();
+                #[inline(always)]
+                fn run(self) {
+                    for (o, &v) in self.1.iter_mut().zip(self.0) {
+                        *o = $kernel(v);
+                    }
+                }
+            }
+            assert_eq!(x.len(), out.len(), "simd_math: input and output lengths differ");
+            let chunk = <f32 as Elem>::PAR_CHUNK;
+            if x.len() >= <f32 as Elem>::PAR_MIN_LEN {
+                parallel::for_each_chunk_mut(out, chunk, |c, oc| run_at_level(Run(&x[c * chunk..][..oc.len()], oc)));
+            } else {
+                run_at_level(Run(x, out));
+            }
+        }
+
+        #[doc = concat!(
+            "In-place element-wise ", $what, ": `x[i] = `[`", stringify!($kernel),
+            "`]`(x[i])`, with the same results as [`", stringify!($name), "`]."
+        )]
+        pub fn $inplace(x: &mut [f32]) {
+            struct Run<'a>(&'a mut [f32]);
+            impl LevelKernel for Run<'_> {
+                type Out = ();
+                #[inline(always)]
+                fn run(self) {
+                    for v in self.0.iter_mut() {
+                        *v = $kernel(*v);
+                    }
+                }
+            }
+            let chunk = <f32 as Elem>::PAR_CHUNK;
+            if x.len() >= <f32 as Elem>::PAR_MIN_LEN {
+                parallel::for_each_chunk_mut(x, chunk, |_, xc| run_at_level(Run(xc)));
+            } else {
+                run_at_level(Run(x));
+            }
+        }
+    )*};
+}
+
+direct_slice_fns! {
+    "Vectorised (AVX-512 or AVX2+FMA when the CPU has it, see [`simd_level`]) and \
+     split over the pool for long slices; bit-identical to the scalar kernel. See \
+     [`special`] for the method and accuracy.";
+    gamma_f32, gamma_f32_inplace, special::gamma_f32, "gamma function";
+    erfinv_f32, erfinv_f32_inplace, special::erfinv_f32, "inverse error function";
+}
+
 /// Apply `f` to every element: `out[i] = f(x[i])`.
 ///
 /// `f` is inlined into the same per-level (AVX-512, AVX2+FMA or plain) and
 /// parallel loop as the built-in
 /// functions, so a branch-free `f` (for example one composed from the
 /// [`scalar`] kernels) is vectorised too. `f` may run on several threads.
+/// Inlining is LLVM's choice: a large `f` (such as [`special::gamma_f32`])
+/// can stay a call per element; such kernels get their own slice functions
+/// ([`gamma_f32`]).
 ///
 /// # Panics
 ///

@@ -596,3 +596,8 @@ fn simd_math_speed() {
     });
     println!("std f32::exp loop: {std_rate:.2} Gelem/s");
 }
+
+/// The special-function kernels (gamma, erfinv), tested with the helpers
+/// above.
+#[path = "special_tests.rs"]
+mod special_tests;
