@@ -1,48 +1,136 @@
-//! The kernels of `topk`, `sort`, `argsort` and `_backward_topk`: each
-//! line is ordered with MXNet's own choice of sort (a full sort when more
-//! than an eighth of the line is kept, else a partial sort), then values,
-//! positions or a mask are written out.
+//! The kernels of `topk`, `sort` and `argsort` and `_backward_topk`: each
+//! line is ordered by [`radix`](super::radix) keys (ties in position
+//! order), then values, positions or a mask are written out.
 
-use super::introsort::{partial_sort, sort};
 use super::params::Layout;
+use super::radix::{first_positions, parts_for, sort_keys, OrderKey, RadixItem, RadixKey};
 use oxnet_core::store::store_slice;
 use oxnet_core::{parallel, DType, Element, Error, NDArray, Req, Result};
 
 /// For every line `b = o * inner + i`, the positions along the line of its
 /// first `k` elements in order, at `b * k..(b + 1) * k`.
-pub(crate) fn select<T: Element>(xs: &[T], l: &Layout, ascend: bool) -> Vec<usize> {
+pub(crate) fn select<T: Element + OrderKey>(xs: &[T], l: &Layout, ascend: bool) -> Vec<usize> {
     let mut sel = vec![0usize; l.lines() * l.k];
     if l.k == 0 {
         return sel;
     }
-    let full = l.k * 8 > l.n;
     parallel::for_each_chunk_mut(&mut sel, l.k, |b, out| {
         let (o, i) = (b / l.inner, b % l.inner);
-        let line: Vec<T> = (0..l.n).map(|j| xs[(o * l.n + j) * l.inner + i]).collect();
-        let mut order: Vec<usize> = (0..l.n).collect();
-        match (ascend, full) {
-            (true, true) => sort(&mut order, &|a, b| line[a] < line[b]),
-            (false, true) => sort(&mut order, &|a, b| line[a] > line[b]),
-            (true, false) => partial_sort(&mut order, l.k, &|a, b| line[a] < line[b]),
-            (false, false) => partial_sort(&mut order, l.k, &|a, b| line[a] > line[b]),
+        let line = &xs[o * l.n * l.inner + i..];
+        if ascend {
+            first_positions(l.n, |j| line[j * l.inner].order_key(), out);
+        } else {
+            first_positions(l.n, |j| line[j * l.inner].order_key().flip(), out);
         }
-        out.copy_from_slice(&order[..l.k]);
     });
     sel
 }
 
-/// The flat position in the kept-shaped output of element `j` of line `b`.
-#[inline]
-fn kept_at(l: &Layout, b: usize, j: usize) -> usize {
-    let (o, i) = (b / l.inner, b % l.inner);
-    (o * l.k + j) * l.inner + i
+/// Writes the first `k` values of every line, in order, into `out`
+/// (kept-shaped) under `req`, sorting the keys alone (no positions: the
+/// value outputs of `sort` and of `topk` keeping more than a few). Keys
+/// give back every value but the sign of `-0.0` and NaN payloads; a line
+/// that holds those gets its runs of zeros and NaN refilled from the line
+/// itself, in line order, so every output bit is an input's.
+pub(crate) fn store_sorted_values<T>(
+    xs: &[T],
+    l: &Layout,
+    ascend: bool,
+    req: Req,
+    out: &NDArray,
+) -> Result<()>
+where
+    T: Element + OrderKey,
+    T::Key: RadixItem<Key = T::Key>,
+{
+    let sort_line = |b: usize, dst: &mut [T]| {
+        let (o, i) = (b / l.inner, b % l.inner);
+        let gathered: Vec<T>;
+        let line = if l.inner == 1 {
+            &xs[o * l.n..(o + 1) * l.n]
+        } else {
+            gathered = (0..l.n).map(|j| xs[(o * l.n + j) * l.inner + i]).collect();
+            &gathered
+        };
+        let key = |v: T| if ascend { v.order_key() } else { v.order_key().flip() };
+        let keys = sort_keys(line.iter().map(|&v| key(v)).collect());
+        let share = l.k.div_ceil(parts_for(l.k)).max(1);
+        parallel::for_each_chunk_mut(dst, share, |t, part| {
+            for (d, &k) in part.iter_mut().zip(&keys[t * share..]) {
+                *d = T::from_key(if ascend { k } else { k.flip() });
+            }
+        });
+        if !line.iter().fold(true, |all, v| all & v.key_is_exact()) {
+            refill_inexact_runs(line, key, &keys, dst);
+        }
+    };
+    if l.inner == 1 && matches!(req, Req::Write | Req::Inplace) {
+        parallel::for_each_chunk_mut(out.as_mut_slice::<T>()?, l.k, sort_line);
+        return Ok(());
+    }
+    let mut vals = vec![T::zero(); l.lines() * l.k];
+    parallel::for_each_chunk_mut(&mut vals, l.k, sort_line);
+    store_kept(l, req, out, |b, j, _| vals[b * l.k + j])
 }
 
-/// The flat position in the input of position `p` of line `b`.
+/// Refills, in `dst` (the first of a line's values sorted by `key`, whose
+/// sorted keys are `keys`), the runs of keys that hold an element the key
+/// does not give back exactly, with the line's elements of that key in
+/// line order.
+fn refill_inexact_runs<T: OrderKey>(line: &[T], key: impl Fn(T) -> T::Key, keys: &[T::Key], dst: &mut [T]) {
+    let mut inexact: Vec<T::Key> = Vec::new();
+    for &v in line {
+        if !v.key_is_exact() && !inexact.contains(&key(v)) {
+            inexact.push(key(v));
+        }
+    }
+    for run in inexact {
+        let mut to = keys.partition_point(|&k| k < run);
+        for &v in line {
+            if key(v) == run {
+                if let Some(d) = dst.get_mut(to) {
+                    *d = v;
+                }
+                to += 1;
+            }
+        }
+    }
+}
+
+/// Where line `b`'s kept elements start in a kept-shaped array, and where
+/// the line starts in the input; both step by `inner` along the line.
 #[inline]
-fn input_at(l: &Layout, b: usize, p: usize) -> usize {
+fn bases(l: &Layout, b: usize) -> (usize, usize) {
     let (o, i) = (b / l.inner, b % l.inner);
-    (o * l.n + p) * l.inner + i
+    (o * l.k * l.inner + i, o * l.n * l.inner + i)
+}
+
+/// Stores a kept-shaped output under `req`, element `j` of line `b` being
+/// `value(b, j, line_start)`, `line_start` where the line starts in the input.
+fn store_kept<T: Element>(
+    l: &Layout,
+    req: Req,
+    out: &NDArray,
+    value: impl Fn(usize, usize, usize) -> T,
+) -> Result<()> {
+    let fill = |dst: &mut [T]| {
+        for b in 0..l.lines() {
+            let (kb, ib) = bases(l, b);
+            for j in 0..l.k {
+                dst[kb + j * l.inner] = value(b, j, ib);
+            }
+        }
+    };
+    match req {
+        Req::Null => {}
+        Req::Write | Req::Inplace => fill(out.as_mut_slice::<T>()?),
+        Req::Add => {
+            let mut vals = vec![T::zero(); l.lines() * l.k];
+            fill(&mut vals);
+            store_slice(req, out.as_mut_slice::<T>()?, &vals);
+        }
+    }
+    Ok(())
 }
 
 /// Writes the selected values of `xs` into `out` (kept-shaped) under `req`.
@@ -53,14 +141,7 @@ pub(crate) fn store_values<T: Element>(
     req: Req,
     out: &NDArray,
 ) -> Result<()> {
-    let mut vals = vec![T::zero(); sel.len()];
-    for b in 0..l.lines() {
-        for j in 0..l.k {
-            vals[kept_at(l, b, j)] = xs[input_at(l, b, sel[b * l.k + j])];
-        }
-    }
-    store_slice(req, out.as_mut_slice::<T>()?, &vals);
-    Ok(())
+    store_kept(l, req, out, |b, j, line| xs[line + sel[b * l.k + j] * l.inner])
 }
 
 /// An index in an index dtype, converted as MXNet's cast does (integers
@@ -94,14 +175,7 @@ impl IndexValue for oxnet_core::half::bf16 {
 }
 
 fn store_indices_as<T: IndexValue>(sel: &[usize], l: &Layout, req: Req, out: &NDArray) -> Result<()> {
-    let mut vals = vec![T::zero(); sel.len()];
-    for b in 0..l.lines() {
-        for j in 0..l.k {
-            vals[kept_at(l, b, j)] = T::index(sel[b * l.k + j]);
-        }
-    }
-    store_slice(req, out.as_mut_slice::<T>()?, &vals);
-    Ok(())
+    store_kept(l, req, out, |b, j, _| T::index(sel[b * l.k + j]))
 }
 
 /// Writes the selected positions into `out` (kept-shaped, in its dtype)
@@ -126,8 +200,9 @@ pub(crate) fn store_indices(sel: &[usize], l: &Layout, req: Req, out: &NDArray) 
 pub(crate) fn store_mask<T: Element>(sel: &[usize], l: &Layout, req: Req, out: &NDArray) -> Result<()> {
     let mut mask = vec![T::zero(); l.outer * l.n * l.inner];
     for b in 0..l.lines() {
-        for j in 0..l.k {
-            mask[input_at(l, b, sel[b * l.k + j])] = T::one();
+        let (_, ib) = bases(l, b);
+        for &p in &sel[b * l.k..(b + 1) * l.k] {
+            mask[ib + p * l.inner] = T::one();
         }
     }
     store_slice(req, out.as_mut_slice::<T>()?, &mask);
@@ -146,8 +221,9 @@ pub(crate) fn scatter_grad<T: Element>(
     let pos = index.to_vec::<f64>()?;
     let mut dx = vec![T::zero(); l.outer * l.n * l.inner];
     for b in 0..l.lines() {
+        let (kb, ib) = bases(l, b);
         for j in 0..l.k {
-            let at = kept_at(l, b, j);
+            let at = kb + j * l.inner;
             let p = pos[at];
             if !(p >= 0.0 && p < l.n as f64) {
                 return Err(Error::Invalid(format!(
@@ -155,7 +231,7 @@ pub(crate) fn scatter_grad<T: Element>(
                     l.n
                 )));
             }
-            dx[input_at(l, b, p as usize)] = ograd[at];
+            dx[ib + p as usize * l.inner] = ograd[at];
         }
     }
     store_slice(req, out.as_mut_slice::<T>()?, &dx);

@@ -1,8 +1,9 @@
 //! The operators `topk`, `sort` and `argsort`, and `_backward_topk`, the
 //! scatter their value gradients go through.
 
-use super::kernel::{scatter_grad, select, store_indices, store_mask, store_values};
+use super::kernel::{scatter_grad, select, store_indices, store_mask, store_sorted_values, store_values};
 use super::params::{axis_attrs, dtype_attr, fill, RetTyp, TopK};
+use super::radix::few;
 use crate::util::call;
 use oxnet_core::attrs::Attrs;
 use oxnet_core::{
@@ -25,6 +26,9 @@ fn run(ctx: &OpContext, ins: &[NDArray], outs: &[NDArray], p: &TopK) -> Result<(
     }
     oxnet_core::with_numeric_dtype!(x.dtype(), T => {
         let xs = x.as_slice::<T>()?;
+        if p.ret == RetTyp::Value && !few(l.k, l.n) {
+            return store_sorted_values(xs, &l, p.ascend, ctx.req[0], &outs[0]);
+        }
         let sel = select(xs, &l, p.ascend);
         match p.ret {
             RetTyp::Indices => store_indices(&sel, &l, ctx.req[0], &outs[0])?,
@@ -148,8 +152,7 @@ fn sort_grad(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
         return Ok(vec![None]);
     }
     let p = TopK::of_sort(g.attrs)?;
-    let hidden = g.outputs.get(1);
-    Ok(vec![Some(value_grad(g, &p, hidden)?)])
+    Ok(vec![Some(value_grad(g, &p, None)?)])
 }
 
 /// `topk`'s output names: two for value and both (MXNet numbers them even
@@ -181,8 +184,8 @@ pub(crate) fn register() {
             "The top k elements of `data` along `axis` (the flattened array for axis=None): \
              their values, their positions (indices, in `dtype`), a mask of them, or values \
              and positions (`ret_typ`), largest first unless `is_ascend`. k < 1 keeps all. \
-             Equal elements come out in MXNet's order. The value gradient flows back to the \
-             chosen positions.",
+             Equal elements keep their order along the axis; NaN counts as above +inf. The value \
+             gradient flows back to the chosen positions.",
         )
         .attr(AttrSpec::optional("k", AttrKind::Int, 1i64, "Number of elements to keep; k < 1 keeps all."))
         .attr(AttrSpec::optional(
@@ -207,14 +210,14 @@ pub(crate) fn register() {
     let sort = axis_attrs(
         OpDef::new("sort").alias("_npi_sort").doc(
             "A sorted copy of `data` along `axis` (the flattened array for axis=None), \
-             ascending unless `is_ascend` is false. The second, hidden output holds the \
-             positions (int32) the gradient flows back to.",
+             ascending unless `is_ascend` is false; NaN counts as above +inf. The gradient \
+             flows back to the sorted positions (found again in the backward pass, \
+             equal elements in their order along the axis).",
         ),
         true,
         "sort",
     )
-    .outputs(&["output0", "output1"])
-    .visible_outputs(1)
+    .outputs(&["output0"])
     .infer_shape(|attrs, ins, outs| shapes(&TopK::of_sort(attrs)?, "sort", ins, outs))
     .infer_type(|attrs, ins, outs| types(&TopK::of_sort(attrs)?, ins, outs))
     .forward(|ctx, ins, outs| run(ctx, ins, outs, &TopK::of_sort(ctx.attrs)?))
@@ -224,7 +227,8 @@ pub(crate) fn register() {
     let argsort = axis_attrs(
         OpDef::new("argsort").alias("_npi_argsort").doc(
             "The positions that sort `data` along `axis` (the flattened array for \
-             axis=None), in `dtype`; equal elements in MXNet's order. Zero gradient.",
+             axis=None), in `dtype`; equal elements in their order along the axis, NaN \
+             counted as above +inf. Zero gradient.",
         ),
         true,
         "sort",
