@@ -234,12 +234,23 @@ pub(crate) fn parts_for(n: usize) -> usize {
 /// (each pass: every thread counts and scatters its share of the items).
 const PARALLEL_MIN: usize = 1 << 16;
 
-/// `items`, stably sorted by key. One pass counts every digit (each part
-/// of the line its own share, in parallel); then one stable scatter per
-/// digit whose values are not all the same, the first from those counts,
-/// the later ones counting their digit again.
+/// Lines shorter than this go to the standard library's stable sort: the
+/// radix sort's fixed cost (zeroing its count tables, a prefix sum over 256
+/// buckets per digit, a scratch line) would outweigh its passes there;
+/// MXNet's test_order, which sorts thousands of lines of 5, ran for minutes.
+const RADIX_MIN: usize = 512;
+
+/// `items`, stably sorted by key. Short lines by a comparison sort; long
+/// ones: one pass counts every digit (each part of the line its own share,
+/// in parallel), then one stable scatter per digit whose values are not all
+/// the same, the first from those counts, the later ones counting their
+/// digit again.
 fn radix_sort_items<I: RadixItem>(mut items: Vec<I>) -> Vec<I> {
     let n = items.len();
+    if n < RADIX_MIN {
+        items.sort_by_key(|it| it.radix_key());
+        return items;
+    }
     let parts = parts_for(n);
     let share = n.div_ceil(parts).max(1);
     let part_counts = parallel::map(parts, |t| digit_counts(share_of(&items, t, share)));
