@@ -77,6 +77,69 @@ fn gather<T: Element>(req: Req, data: &[T], offs: &[usize], inner: usize, out: &
     }
 }
 
+/// The common case in one pass: single elements (`indices` address every
+/// axis of `data`) at int64 or int32 indices, written (not added). Each
+/// chunk of the output reads its index tuples straight from `indices`,
+/// checks them and loads the elements, so no offset table is built. `None`
+/// when the call is not of this kind.
+fn gather_integer_elements(req: Req, data: &NDArray, indices: &NDArray, out: &NDArray) -> Option<Result<()>> {
+    let m = *indices.shape().first()?;
+    if req == Req::Add || req == Req::Null || m != data.shape().len() || m == 0 {
+        return None;
+    }
+    let extents = data.shape();
+    let run = || -> Result<()> {
+        oxnet_core::with_dtype!(data.dtype(), T => {
+            let (src, dst) = (data.as_slice::<T>()?, out.as_mut_slice::<T>()?);
+            match indices.dtype() {
+                oxnet_core::DType::I64 => gather_elements(src, extents, indices.as_slice::<i64>()?, dst),
+                _ => gather_elements(src, extents, indices.as_slice::<i32>()?, dst),
+            }
+        })
+    };
+    matches!(indices.dtype(), oxnet_core::DType::I64 | oxnet_core::DType::I32).then(run)
+}
+
+/// `out[p] = data[idx[0][p], ..., idx[m-1][p]]` for the `m` rows of `idx`
+/// (`m` = data's rank), in parallel chunks; an index outside `[-X, X)` is
+/// an `IndexError`.
+fn gather_elements<T: Element, I: Copy + Into<i64> + Sync>(
+    data: &[T],
+    extents: &[usize],
+    idx: &[I],
+    out: &mut [T],
+) -> Result<()> {
+    const CHUNK: usize = 1 << 14;
+    let n = out.len();
+    let strides: Vec<usize> = (0..extents.len()).map(|a| extents[a + 1..].iter().product()).collect();
+    oxnet_core::parallel::try_for_each_chunk_mut(out, CHUNK, |c, dst| {
+        let start = c * CHUNK;
+        let mut offs = [0usize; CHUNK];
+        let offs = &mut offs[..dst.len()];
+        for (axis, (&extent, &stride)) in extents.iter().zip(&strides).enumerate() {
+            let size = extent as i64;
+            let row = &idx[axis * n + start..axis * n + start + dst.len()];
+            let mut bad = false;
+            for (o, &i) in offs.iter_mut().zip(row) {
+                let i: i64 = i.into();
+                bad |= i < -size || i >= size;
+                // negative indices count from the end (no branch on the hot path)
+                *o += (i + (size & (i >> 63))) as usize * stride;
+            }
+            if bad {
+                let i: i64 = row.iter().map(|&i| i.into()).find(|&i| i < -size || i >= size).unwrap_or(0);
+                return Err(Error::Invalid(format!(
+                    "IndexError: index {i} is out of bounds for axis {axis} with size {extent} (gather_nd)"
+                )));
+            }
+        }
+        for (d, &o) in dst.iter_mut().zip(offs.iter()) {
+            *d = data[o];
+        }
+        Ok(())
+    })
+}
+
 /// Writes (or adds, under `add`) rows of `src` at `offs` into `out`.
 fn scatter<T: Element>(src: &[T], offs: &[usize], inner: usize, out: &mut [T], add: bool) {
     if inner == 0 {
@@ -207,6 +270,9 @@ pub(super) fn register() {
             .infer_type(lhs_dtype)
             .forward(|ctx, ins, outs| {
                 let (data, out) = (&ins[0], &outs[0]);
+                if let Some(done) = gather_integer_elements(ctx.req[0], data, &ins[1], out) {
+                    return done;
+                }
                 let (offs, inner) = row_offsets("gather_nd", data.shape(), &ins[1])?;
                 if ctx.req[0] == Req::Null || inner == 0 {
                     return Ok(());
