@@ -315,6 +315,11 @@ pub struct OpDef {
     /// How many leading outputs callers see (the rest, such as Dropout's
     /// mask, are kept for the gradient). `None`: all of them.
     pub visible_outputs: Option<usize>,
+    /// How many trailing outputs callers do not see, for operators whose
+    /// output count depends on the attributes (RNN's workspace for its
+    /// gradient follows one to three visible outputs). See
+    /// [`OpDef::visible_count`].
+    pub hidden_outputs: usize,
     /// Attributes of the variables that symbol composition makes for the
     /// inputs a caller leaves out (MXNet's `FSetInputVarAttrOnCompose`:
     /// BatchNorm's `moving_var` gets `__init__ = ["one", {}]`).
@@ -422,6 +427,7 @@ impl OpDef {
             accepts_strided: false,
             inplace: Vec::new(),
             visible_outputs: None,
+            hidden_outputs: 0,
             input_var_attrs: None,
             fixed_counts: [Some(1), Some(0), Some(1)],
             arity: None,
@@ -651,6 +657,20 @@ impl OpDef {
     pub fn visible_outputs(mut self, n: usize) -> Self {
         self.visible_outputs = Some(n);
         self
+    }
+
+    /// Hides the last `n` outputs from callers, whatever the output count
+    /// (they exist for the gradient).
+    pub fn hidden_outputs(mut self, n: usize) -> Self {
+        self.hidden_outputs = n;
+        self
+    }
+
+    /// How many of a call's `total` outputs callers see: the first
+    /// [`visible_outputs`](Self::visible_outputs) (when set), less the
+    /// [`hidden_outputs`](Self::hidden_outputs).
+    pub fn visible_count(&self, total: usize) -> usize {
+        self.visible_outputs.map_or(total, |v| v.min(total)).saturating_sub(self.hidden_outputs)
     }
 
     /// Validates keyword attributes for this operator (and runs `prepare`).

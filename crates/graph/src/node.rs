@@ -39,7 +39,7 @@ impl OpCall {
     /// How many outputs users see (the rest, like Dropout's mask, exist for the gradient).
     pub fn visible_outputs(&self) -> Result<usize> {
         let (_, _, n) = self.arity()?;
-        Ok(self.op.visible_outputs.map_or(n, |v| v.min(n)))
+        Ok(self.op.visible_count(n))
     }
 
     /// Names of the inputs: arguments then aux states.

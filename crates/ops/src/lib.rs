@@ -76,6 +76,7 @@ pub mod pool;
 pub mod random;
 pub mod reduce;
 pub mod resize;
+pub mod rnn;
 pub mod sequence;
 pub mod shape_ops;
 pub mod sort;
@@ -106,6 +107,7 @@ fn register() {
     image::register();
     stats::register();
     sequence::register();
+    rnn::register();
     detection::register();
     // last: it adds GPU kernels to the operators registered above
     #[cfg(feature = "cuda")]

@@ -190,9 +190,7 @@ pub fn invoke<'py>(
                 oxnet_core::invoke_op(op, &refs, &attrs)
             });
             let mut outputs = outputs.py()?;
-            if let Some(n) = op.visible_outputs {
-                outputs.truncate(n);
-            }
+            outputs.truncate(op.visible_count(outputs.len()));
             wrap_outputs(py, outputs)
         }
         Some(out_obj) => {
@@ -200,10 +198,11 @@ pub fn invoke<'py>(
             let req = vec![Req::Write; targets.len()];
             py.detach(|| {
                 let refs: Vec<&NDArray> = inputs.iter().collect();
-                match op.visible_outputs {
-                    // `out` names the visible outputs only (sort, Dropout): the
+                let total = oxnet_core::dispatch::arity(op, &attrs)?.2;
+                match op.visible_count(total) {
+                    // `out` names the visible outputs only (Dropout, RNN): the
                     // hidden ones get fresh buffers and the visible are copied over
-                    Some(n) if targets.len() == n => {
+                    n if n < total && targets.len() == n => {
                         let outputs = oxnet_core::invoke_op(op, &refs, &attrs)?;
                         for (t, o) in targets.iter().zip(&outputs) {
                             t.assign_from(o)?;

@@ -738,6 +738,23 @@ pub fn cases() -> Vec<Case> {
             &[("use_sequence_length", "True"), ("shape", "(3, 2, 2)")],
             vec![m(&[2, 2]), idx(&[1., 3.], &[2])],
         ),
+        // --- recurrent
+        case(
+            "RNN",
+            &[("mode", "lstm"), ("state_size", "2"), ("num_layers", "1"), ("state_outputs", "True")],
+            vec![m(&[3, 2, 3]), m(&[56]), m(&[1, 2, 2]), m(&[1, 2, 2])],
+        ),
+        case(
+            "RNN",
+            &[
+                ("mode", "gru"),
+                ("state_size", "2"),
+                ("num_layers", "1"),
+                ("bidirectional", "True"),
+                ("use_sequence_length", "True"),
+            ],
+            vec![m(&[3, 2, 3]), m(&[84]), m(&[2, 2, 2]), idx(&[3., 1.], &[2]).dtype(DType::I32)],
+        ),
         // --- ordering
         case("topk", &[("k", "2"), ("ret_typ", "value")], vec![m(&[3, 4])]),
         case("topk", &[("k", "2"), ("ret_typ", "both"), ("axis", "0")], vec![m(&[3, 4])]),

@@ -256,6 +256,7 @@ pub(super) fn register() {
     registry::register(
         OpDef::new("concat")
             .alias("Concat")
+            .alias("_rnn_param_concat")
             .doc("Joins `num_args` arrays along axis `dim`; they must agree on every other axis.")
             .attr(AttrSpec::required("num_args", AttrKind::Int, "number of inputs"))
             .attr(AttrSpec::optional("dim", AttrKind::Int, 1i64, "the axis to join along"))
