@@ -8,7 +8,7 @@ be Python: the classes users subclass.
 
 from .parameter import Parameter, Constant, ParameterDict, DeferredInitializationError
 from .block import Block, HybridBlock, SymbolBlock
-from . import nn, loss
+from . import nn, rnn, loss
 from .trainer import Trainer
 from . import data, utils  # noqa: E402
 from . import contrib  # noqa: E402

@@ -1,6 +1,7 @@
 """Contributed Gluon blocks (``mx.gluon.contrib``): of MXNet's
-subpackages, oxnet provides ``nn``."""
+subpackages, oxnet provides ``nn`` and ``rnn``."""
 
 from . import nn
+from . import rnn
 
-__all__ = ["nn"]
+__all__ = ["nn", "rnn"]
