@@ -57,7 +57,8 @@ pub(crate) fn register() {
             .arguments_fn(|attrs| Ok(Config::from_attrs(attrs)?.arguments()))
             .outputs_fn(|attrs| Ok(Config::from_attrs(attrs)?.outputs()))
             .hidden_outputs(1)
-            .infer_shape(infer_shape)
+            .infer_shape(|attrs, ins, outs| infer_shape(attrs, ins, outs, false))
+            .infer_shape_partial(|attrs, ins, outs| infer_shape(attrs, ins, outs, true))
             .infer_type(infer_type)
             .resource(oxnet_core::Resource::Random)
             .forward(forward)
@@ -72,19 +73,32 @@ pub(crate) fn register() {
     );
 }
 
-/// The expected shapes of the inputs and outputs from the data's.
+/// The expected shapes of the inputs and outputs from the data's. With
+/// `partial` (graph inference) a dimension of 0 is unknown: the data must
+/// be known to infer anything, and known dimensions elsewhere must agree.
 fn infer_shape(
     attrs: &oxnet_core::Attrs,
     ins: &mut [Option<Shape>],
     outs: &mut [Option<Shape>],
+    partial: bool,
 ) -> Result<()> {
     let cfg = Config::from_attrs(attrs)?;
     let Some(data) = ins[0].clone() else { return Ok(()) };
     let dims = dims_of(&data)?;
+    if partial && data.contains(&0) {
+        return Ok(());
+    }
+    let set_shape = |slot: &mut Option<Shape>, want: Shape, what: &str| {
+        if partial {
+            crate::partial_shape::merge(slot, &want, what)
+        } else {
+            set_shape(slot, want, what)
+        }
+    };
     let (layers, n, o, h) = (cfg.num_layers * cfg.dirs, dims.batch, cfg.out_size(), cfg.state_size);
     let lay = cfg.param_layout(dims.input);
     if let Some(p) = &ins[1] {
-        if p.as_slice() != [lay.len] {
+        if p.as_slice() != [lay.len] && !(partial && p.as_slice() == [0]) {
             return Err(Error::Shape(format!(
                 "RNN: `parameters` has shape {:?}, expected ({},): mode {:?}, {} layer(s), {} direction(s), input size {}, state size {}{} give {} values (all weights, then all biases; layer by layer, forward direction first; input-to-hidden, hidden-to-hidden{})",
                 p.as_slice(),

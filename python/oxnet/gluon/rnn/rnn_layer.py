@@ -7,7 +7,8 @@ names (``l0_i2h_weight``, ``l0_h2h_bias``, ``r1_i2h_weight``, and
 ``l0_h2r_weight`` for an LSTM with a projection); each call flattens them
 into the operator's single parameter vector in MXNet's order, so weights
 trained by MXNet load unchanged (``load_parameters``) and a hybridized layer
-exports the same graph (``_rnn_param_concat`` feeding ``RNN``).
+exports a graph of the same shape (the joined parameters feeding ``RNN``)
+that MXNet 1.9.1 loads.
 
 Beyond MXNet 1.9.1's CPU operator, ``projection_size``, the LSTM state
 clipping and ``use_sequence_length`` run on the CPU too.
