@@ -43,6 +43,7 @@ from . import io; __all__ += ["io"]  # noqa: E402,E702
 from . import model, callback, module; mod = module; __all__ += ["model", "callback", "module", "mod"]  # noqa: E402,E702,E501
 from . import kvstore; kv = kvstore; __all__ += ["kvstore", "kv"]  # noqa: E402,E702
 from . import contrib; __all__ += ["contrib"]  # noqa: E402,E702
+from . import rnn; __all__ += ["rnn"]  # noqa: E402,E702
 
 # MXNet 1.9.1 modules oxnet does not provide (yet): using one is an error
 # that says so, not a bare AttributeError.

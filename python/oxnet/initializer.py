@@ -29,6 +29,7 @@ from .ndarray import NDArray
 __all__ = [
     "InitDesc", "Initializer", "register", "alias", "create", "Load", "Mixed", "Zero", "Zeros", "One",
     "Ones", "Constant", "Uniform", "Normal", "Orthogonal", "Xavier", "MSRAPrelu", "Bilinear", "LSTMBias",
+    "FusedRNN",
 ]
 
 
@@ -594,3 +595,50 @@ class LSTMBias(Initializer):
 
     def _init_weight(self, name, arr):
         _fill(_spec("lstmbias", forget_bias=self.forget_bias), name, arr)
+
+
+@register
+class FusedRNN(Initializer):
+    """Fills the flat parameter vector of a fused ``RNN`` layer
+    (``mx.rnn.FusedRNNCell``) piece by piece: each per-gate weight matrix and
+    bias (as ``FusedRNNCell.unpack_weights`` names them) gets ``init`` (or,
+    when ``init`` is None, the global initializer, by name), except that an
+    LSTM's forget-gate biases get ``forget_bias``.
+
+    Parameters
+    ----------
+    init : Initializer, str or None
+        The initializer of the pieces (an instance or a ``dumps()`` string).
+    num_hidden, num_layers, mode, bidirectional, forget_bias
+        As given to ``FusedRNNCell``.
+    """
+
+    def __init__(self, init, num_hidden, num_layers, mode, bidirectional=False, forget_bias=1.0):
+        if isinstance(init, str):
+            init = create(init)
+        super().__init__(init=init.dumps() if init is not None else None, num_hidden=num_hidden,
+                         num_layers=num_layers, mode=mode, bidirectional=bidirectional,
+                         forget_bias=forget_bias)
+        self._init = init
+        self._num_hidden = num_hidden
+        self._num_layers = num_layers
+        self._mode = mode
+        self._bidirectional = bidirectional
+        self._forget_bias = forget_bias
+
+    def _init_weight(self, desc, arr):
+        from .rnn.rnn_cell import FusedRNNCell  # pylint: disable=import-outside-toplevel
+
+        cell = FusedRNNCell(self._num_hidden, self._num_layers, self._mode, self._bidirectional,
+                            forget_bias=self._forget_bias, prefix='')
+        # the pieces are views into ``arr``: filling them fills it
+        pieces = cell._slice_weights(arr, cell._num_input(arr.size), self._num_hidden)
+        fallback = getattr(desc, "global_init", None)
+        chosen = self._init if self._init is not None else fallback
+        for name, piece in pieces.items():
+            if self._mode == 'lstm' and name.endswith('_f_bias'):
+                piece[:] = self._forget_bias
+                continue
+            if chosen is None:
+                raise ValueError("FusedRNN initializer: no init given and no global initializer for %s" % desc)
+            chosen(InitDesc(name, global_init=fallback), piece)

@@ -32,11 +32,19 @@ def _grad_reqs(arg_names, param_names, data_names, fixed_param_names, for_traini
             raise ValueError(f"grad_req: {len(grad_req)} requests for {len(arg_names)} arguments")
         return dict(zip(arg_names, grad_req))
     if isinstance(grad_req, dict):
-        reqs = {k: "null" for k in arg_names}
-        unknown = [k for k in grad_req if k not in reqs]
-        if unknown:
-            raise ValueError(f"grad_req names unknown arguments: {', '.join(unknown)}")
-        reqs.update(grad_req)
+        # As MXNet: parameters default to ``write`` (fixed ones ``null``), data to
+        # ``write`` with ``inputs_need_grad``; the dict overrides; names that are
+        # not arguments of this symbol are ignored (one dict can serve modules
+        # whose symbols differ, e.g. a fused and an unfused RNN).
+        reqs = {}
+        for k in arg_names:
+            if k in param_names:
+                reqs[k] = "null" if k in fixed_param_names else "write"
+            elif k in data_names:
+                reqs[k] = "write" if inputs_need_grad else "null"
+            else:
+                reqs[k] = "null"
+        reqs.update((k, v) for k, v in grad_req.items() if k in reqs)
         return reqs
     raise TypeError(f"grad_req must be a str, a list or a dict, got {type(grad_req).__name__}")
 
@@ -200,9 +208,10 @@ class BoundGraph:
         return list(zip(self.output_names, [tuple(o.shape) for o in self.exec.outputs]))
 
     def get_input_grads(self):
-        """Gradients of the data inputs, in ``data_shapes`` order."""
+        """Gradients of the data inputs, in ``data_shapes`` order (None for
+        an input whose grad_req is ``null``, as MXNet gives)."""
         g = self.exec.grad_dict
-        return [g[n] for n in self.data_names]
+        return [g.get(n) for n in self.data_names]
 
     def get_states(self):
         """The state input arrays."""

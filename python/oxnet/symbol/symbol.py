@@ -47,6 +47,15 @@ def compose_op(op_name, hint, positional, named, params, name=None, attr=None):
         attrs[stored_key(k)] = str(v)
         if k in HIDDEN_KEYS:  # as MXNet lists them: under both names
             attrs[k] = str(v)
+    # A keyword such as ``__layout__='NC'`` is not an operator parameter: MXNet
+    # keeps such double-underscored keys as attributes of the node.
+    hidden = [k for k in params if k.startswith("__") and k.endswith("__") and len(k) > 4]
+    if hidden:
+        params = dict(params)
+        for k in hidden:
+            value = params.pop(k)
+            if value is not None:
+                attrs[k] = _param_text(value)
     handle = _oxnet.sym_compose_op(
         op_name,
         [s._h for s in positional],
@@ -432,6 +441,52 @@ class Symbol:
             if isinstance(target, dict):
                 target[name] = array
         return Symbol(handle)
+
+    def _gen_atomic_symbol(self):
+        """The operator of this symbol's node alone, with the same attributes
+        and all of its outputs (MXNet's ``_gen_atomic_symbol``).
+
+        MXNet returns the node without inputs; oxnet has no input-less
+        operator symbols, so here each input is a fresh variable named after
+        the operator's argument (``data``, ``parameters``, ... ; ``arg0``,
+        ``arg1``, ... for a variadic operator), and composing by those names
+        (``atomic(data=x, ...)``) attaches new inputs.
+        """
+        graph = _json.loads(self.tojson())
+        heads = graph["heads"]
+        node_ids = {h[0] for h in heads}
+        if len(node_ids) != 1:
+            raise MXNetError("_gen_atomic_symbol: the symbol's outputs come from several nodes; "
+                             "generating an atomic symbol is only supported for one operator node")
+        nid = node_ids.pop()
+        node = graph["nodes"][nid]
+        if node["op"] == "null":
+            raise MXNetError(f"_gen_atomic_symbol: {node['name']!r} is a variable, not an operator")
+        node_name = node["name"]
+        attrs = dict(node.get("attrs", {}))
+        n_in = len(node["inputs"])
+        names = [f"arg{i}" for i in range(n_in)]
+        row_ptr = graph["node_row_ptr"]
+        n_out = row_ptr[nid + 1] - row_ptr[nid]
+        try:  # the operator with its inputs left out names them <node>_<argument>
+            probe = compose_op(node["op"], node_name, [], {}, attrs, name=node_name)
+        except MXNetError:  # a variadic operator
+            probe = None
+        if probe is not None and len(probe.list_inputs()) == n_in:
+            # the node's name, as the current name manager made it
+            stem = _json.loads(probe.tojson())["nodes"][-1]["name"] + "_"
+            names = [n[len(stem):] if n.startswith(stem) else n for n in probe.list_inputs()]
+            n_out = len(probe)  # the visible outputs
+        nodes = [{"op": "null", "name": n, "inputs": []} for n in names]
+        nodes.append(dict(node, inputs=[[i, 0, 0] for i in range(n_in)]))
+        atomic = {
+            "nodes": nodes,
+            "arg_nodes": list(range(n_in)),
+            "node_row_ptr": list(range(n_in + 1)) + [n_in + n_out],
+            "heads": [[n_in, k, 0] for k in range(n_out)],
+            "attrs": graph.get("attrs", {}),
+        }
+        return Symbol(_oxnet.sym_from_json(_json.dumps(atomic)))
 
     def gradient(self, wrt):
         """Not offered (as in MXNet 1.x): bind and call ``backward``, or use
