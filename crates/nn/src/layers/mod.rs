@@ -1,6 +1,7 @@
 //! Layers: [`Sequential`], [`Dense`], convolutions ([`Conv`], 1-D to 3-D,
 //! and transposed), pooling ([`Pool`]), [`BatchNorm`], activations
 //! ([`Activation`], [`LeakyReLU`], [`ELU`], [`SELU`], [`GELU`], [`Swish`]),
+//! recurrent layers ([`Rnn`]: LSTM, GRU, plain RNN),
 //! [`Dropout`], [`Flatten`], [`Identity`], and [`CustomLayer`], which puts any registered
 //! operator (a `Custom` operator included) in a network with its
 //! parameters.
@@ -28,6 +29,7 @@ mod custom;
 mod dense;
 mod norm;
 mod pool;
+mod rnn;
 mod sequential;
 
 pub use activations::{Activation, LeakyReLU, Swish, ELU, GELU, SELU};
@@ -38,6 +40,7 @@ pub use custom::{infer_param_shapes, CustomLayer};
 pub use dense::Dense;
 pub use norm::{GroupNorm, InstanceNorm, LayerNorm};
 pub use pool::{Pool, PoolType};
+pub use rnn::{Rnn, RnnMode};
 pub use sequential::Sequential;
 
 use oxnet_core::registry::{self, Op};
