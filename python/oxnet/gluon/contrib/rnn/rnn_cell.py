@@ -1,14 +1,17 @@
 """Contributed recurrent cells (``mx.gluon.contrib.rnn``):
 ``VariationalDropoutCell`` (one dropout mask for all time steps) and
 ``LSTMPCell`` (an LSTM whose recurrent state is a projection of its
-hidden state)."""
+hidden state); and ``dynamic_unroll``, which runs a cell over a sequence
+with ``F.contrib.foreach`` instead of one call per step written out."""
 
+from .... import ndarray
+from ....base import MXNetError, _as_list
 from ...rnn.rnn_cell import (BidirectionalCell, HybridRecurrentCell, HybridSequentialRNNCell, ModifierCell,
                              SequentialRNNCell, _describe_mapping, _format_sequence, _get_begin_state,
                              _mask_sequence_variable_length)
 from ...parameter import tensor_types
 
-__all__ = ["VariationalDropoutCell", "LSTMPCell"]
+__all__ = ["VariationalDropoutCell", "LSTMPCell", "dynamic_unroll"]
 
 
 class VariationalDropoutCell(ModifierCell):
@@ -158,3 +161,72 @@ class LSTMPCell(HybridRecurrentCell):
         next_r = F.FullyConnected(data=hidden, weight=h2r_weight, num_hidden=self._projection_size, no_bias=True,
                                   name=tag + "out")
         return next_r, [next_r, next_c]
+
+
+def dynamic_unroll(cell, inputs, begin_state, drop_inputs=0, drop_outputs=0, layout="TNC", valid_length=None):
+    """Runs ``cell`` over the time steps of ``inputs`` with
+    ``F.contrib.foreach`` (a loop over the time axis rather than the
+    per-step calls :meth:`~oxnet.gluon.rnn.RecurrentCell.unroll` writes out).
+
+    ``inputs`` is one tensor of shape ``(length, batch, ...)`` for layout
+    ``'TNC'`` (the faster one) or ``(batch, length, ...)`` for ``'NTC'``,
+    or a list of per-step ``(batch, ...)`` tensors. ``begin_state`` is the
+    list of first states (None: the cell's zero states).
+    ``drop_inputs`` and ``drop_outputs`` are dropout rates for the inputs
+    and the outputs, with one mask shared by all time steps; 0 turns them
+    off. ``valid_length`` (shape ``(batch,)``, at most ``length``) gives
+    each sequence's true length: outputs past it are zero and the states
+    returned are those of each sequence's last valid step.
+
+    Returns ``(outputs, states)``: the outputs as one tensor in ``layout``
+    and the final states (a list, as the cell returns them).
+
+    Only NDArrays for now: oxnet has no symbolic ``foreach`` yet, so on
+    Symbols (e.g. inside a hybridized block) this raises an MXNetError.
+    """
+    inputs, axis, F, batch_size = _format_sequence(None, inputs, layout, True)
+    foreach = getattr(getattr(F, "contrib", None), "foreach", None)
+    if foreach is None:
+        raise MXNetError("dynamic_unroll was given Symbols (e.g. inside a hybridized block), but the symbolic "
+                         "foreach (mx.sym.contrib.foreach) it needs is not available in oxnet yet; call it on "
+                         "NDArrays (do not hybridize the block), or use cell.unroll")
+    if axis != 0:
+        inputs = F.swapaxes(inputs, dim1=0, dim2=axis)
+    cell.reset()
+    states = _get_begin_state(cell, F, begin_state, inputs, batch_size)
+
+    # after the swap the time axis is 0: masks of shape (1, batch, ...) are shared by all steps
+    if drop_inputs:
+        inputs = F.Dropout(inputs, p=drop_inputs, axes=(0,))
+
+    if valid_length is None:
+        def loop_body(step_inputs, step_states):
+            return cell(step_inputs, step_states)
+    else:
+        # the step number rides along as an extra state; a sequence whose
+        # valid_length is reached keeps its states from then on
+        if F is ndarray:
+            step_no = F.zeros((1,), ctx=valid_length.context, dtype=valid_length.dtype)
+        else:
+            step_no = F.zeros((1,))
+        states = list(_as_list(states)) + [step_no]
+
+        def loop_body(step_inputs, step_states):
+            cell_states = step_states[:-1]
+            number = step_states[-1]
+            output, new_states = cell(step_inputs, cell_states)
+            new_states = list(_as_list(new_states))
+            running = F.broadcast_greater(valid_length, number)
+            for i, old in enumerate(cell_states):
+                new_states[i] = F.where(running, new_states[i], old)
+            return output, new_states + [number + 1]
+
+    outputs, states = foreach(loop_body, inputs, states)
+    if drop_outputs:
+        outputs = F.Dropout(outputs, p=drop_outputs, axes=(0,))
+    if axis != 0:
+        outputs = F.swapaxes(outputs, dim1=0, dim2=axis)
+    if valid_length is not None:
+        outputs = F.SequenceMask(outputs, sequence_length=valid_length, use_sequence_length=True, axis=axis)
+        states = states[:-1]
+    return outputs, states
