@@ -11,8 +11,11 @@
 //! Each works through `Custom(op_type=...)`, differentiates with autograd,
 //! and passes the op checker. [`train`] puts `dense` and `sigmoid` in an
 //! oxnet-nn network ([`oxnet_nn::layers::CustomLayer`]), hybridizes it and
-//! trains it on the 8×8 handwritten digits ([`digits`]).
+//! trains it on the 8×8 handwritten digits ([`digits`]). [`char_lm`] trains
+//! a 2-layer LSTM character model (`cargo run --release -p oxnet-tour --bin
+//! char_lm`).
 
+pub mod char_lm;
 pub mod data;
 pub mod digits;
 pub mod seed_ops;
