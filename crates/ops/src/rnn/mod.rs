@@ -64,8 +64,9 @@ pub(crate) fn register() {
             .forward(forward)
             .backward(
                 |attrs| {
-                    let outs = Config::from_attrs(attrs).map_or(1, |c| c.visible_outputs());
-                    let ins = Config::from_attrs(attrs).map_or(3, |c| c.arguments().len());
+                    // the visible outputs' gradients; every input; the output and the workspace
+                    let (outs, ins) =
+                        Config::from_attrs(attrs).map_or((1, 3), |c| (c.visible_outputs(), c.arguments().len()));
                     BackwardDeps { out_grads: (0..outs).collect(), inputs: (0..ins).collect(), outputs: vec![0, outs] }
                 },
                 backward,
@@ -226,7 +227,7 @@ fn forward_typed<T: RnnFloat>(
     let vis = cfg.visible_outputs();
     // the kernel writes whole arrays: results go to fresh buffers first when
     // a request adds or skips
-    let direct = outs[..vis].iter().zip(ctx.req).all(|(_, r)| matches!(r, Req::Write | Req::Inplace));
+    let direct = ctx.req[..vis].iter().all(|r| matches!(r, Req::Write | Req::Inplace));
     let mut out = if direct { Vec::new() } else { vec![zero::<T>(); outs[0].size()] };
     let mut hy = if direct || !cfg.state_outputs { Vec::new() } else { vec![zero::<T>(); outs[1].size()] };
     let mut cy = if direct || vis < 3 { Vec::new() } else { vec![zero::<T>(); outs[2].size()] };
