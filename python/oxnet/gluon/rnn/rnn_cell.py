@@ -558,14 +558,9 @@ def _repr_stack(owner):
     return f"{owner.__class__.__name__}(\n{body}\n)"
 
 
-class SequentialRNNCell(RecurrentCell):
-    """A stack of recurrent cells (any kind): the output of each is the
-    input of the next, and the states are the cells' states concatenated
-    in order. ``unroll`` runs each layer over the whole sequence before
-    the next."""
-
-    def __init__(self, prefix=None, params=None):
-        super().__init__(prefix=prefix, params=params)
+class _CellStack:
+    """What the two stacks share: cells added in order, the output of each
+    the input of the next, the states the cells' states concatenated."""
 
     @property
     def _bidirectional(self):
@@ -599,49 +594,21 @@ class SequentialRNNCell(RecurrentCell):
     def __len__(self):
         return len(self._children)
 
+
+class SequentialRNNCell(_CellStack, RecurrentCell):
+    """A stack of recurrent cells (any kind): the output of each is the
+    input of the next, and the states are the cells' states concatenated
+    in order. ``unroll`` runs each layer over the whole sequence before
+    the next."""
+
     def hybrid_forward(self, *args, **kwargs):
         """Not used: a SequentialRNNCell steps through ``__call__``."""
         raise NotImplementedError
 
 
-class HybridSequentialRNNCell(HybridRecurrentCell):
+class HybridSequentialRNNCell(_CellStack, HybridRecurrentCell):
     """A stack of hybridizable recurrent cells, as
     :class:`SequentialRNNCell`; ``hybridize()`` hybridizes each cell."""
-
-    def __init__(self, prefix=None, params=None):
-        super().__init__(prefix=prefix, params=params)
-
-    @property
-    def _bidirectional(self):
-        return any(isinstance(c, BidirectionalCell) for c in self._children.values())
-
-    def __repr__(self):
-        return _repr_stack(self)
-
-    def add(self, cell):
-        """Appends ``cell`` (a HybridRecurrentCell) to the top of the stack."""
-        self.register_child(cell)
-
-    def state_info(self, batch_size=0):
-        return _cells_state_info(self._children.values(), batch_size)
-
-    def begin_state(self, **kwargs):
-        """The begin states of all cells in the stack, in order (arguments
-        as for :meth:`RecurrentCell.begin_state`)."""
-        _check_modifiable(self)
-        return _cells_begin_state(self._children.values(), **kwargs)
-
-    def __call__(self, inputs, states):
-        return _step_stack(self, inputs, states)
-
-    def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None, valid_length=None):
-        return _unroll_stack(self, length, inputs, begin_state, layout, merge_outputs, valid_length)
-
-    def __getitem__(self, i):
-        return self._children[str(i)]
-
-    def __len__(self):
-        return len(self._children)
 
     def hybrid_forward(self, F, inputs, states):
         return self.__call__(inputs, states)
