@@ -8,10 +8,13 @@ Newer code uses ``mx.gluon.rnn``; this package is for code written against
 from . import rnn_cell
 from .rnn_cell import *  # noqa: F401,F403
 
+from . import conv_rnn_cell
+from .conv_rnn_cell import *  # noqa: F401,F403
+
 from . import rnn
 from .rnn import *  # noqa: F401,F403
 
 from . import io
 from .io import *  # noqa: F401,F403
 
-__all__ = rnn_cell.__all__ + rnn.__all__ + io.__all__
+__all__ = rnn_cell.__all__ + conv_rnn_cell.__all__ + rnn.__all__ + io.__all__
