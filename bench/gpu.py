@@ -1,11 +1,16 @@
 """GPU timings side by side with PyTorch (one run, on the machine's GPU):
 sigmoid over 64M float32 against the device-to-device copy bandwidth of the
-same run, and a small element-wise launch (per-call overhead).
+same run, a small element-wise launch (per-call overhead) and the same for
+an extension library's CUDA kernel, the bf16 product, a CuPy custom op and
+a Gluon MLP training step.
 
     python bench/gpu.py [--n 67108864] [--rounds 20]
 """
 
 import argparse
+import pathlib
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -80,6 +85,26 @@ def cupy_custom_op_rows(n=1 << 20, rounds=200):
     cx, cy = cupy.asarray(x.asnumpy()), cupy.empty(n, dtype=cupy.float32)
     t_cupy = timed(lambda: cupy_sigmoid(cx, cy), cupy.cuda.runtime.deviceSynchronize, rounds)
     return [("oxnet Custom op with CuPy 1M", t_op, None), ("CuPy alone 1M", t_cupy, None)]
+
+
+def library_op_rows(rounds=2000):
+    """The per-call cost of an extension library's CUDA kernel (relu of
+    tests/gpu/ext/gpu_ops.cu, built with nvcc against oxnet's SDK) against
+    the built-in relu, on 1K float32, in the same run."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "gpu"))
+    import build_ext
+
+    try:
+        path = build_ext.build("oxnet", tempfile.mkdtemp())
+    except build_ext.Unavailable as e:
+        print(f"(no library row: {e})")
+        return []
+    mx.library.load(path, verbose=False)
+    small = mx.nd.array(np.linspace(-1, 1, 1024, dtype=np.float32), ctx=mx.gpu(0))
+    np.testing.assert_array_equal(mx.nd.ox_relu(small).asnumpy(), mx.nd.relu(small).asnumpy())
+    t_lib = timed(lambda: mx.nd.ox_relu(small), mx.nd.waitall, rounds)
+    t_builtin = timed(lambda: mx.nd.relu(small), mx.nd.waitall, rounds)
+    return [("oxnet library op relu 1K (launch)", t_lib, None), ("oxnet built-in relu 1K, same run", t_builtin, None)]
 
 
 def mlp_step_rows(rounds):
@@ -162,6 +187,7 @@ def main():
         print("(PyTorch not installed: oxnet only)")
     rows += matmul_rows()
     rows += cupy_custom_op_rows()
+    rows += library_op_rows()
     rows += mlp_step_rows(a.rounds)
     print(f"{'what':34s} {'time':>12s} {'GB/s':>8s}")
     for what, t, bw in rows:

@@ -95,7 +95,7 @@
 #ifndef MX_NUM_CPU_RANDOM_STATES
 #define MX_NUM_CPU_RANDOM_STATES (::oxnet::ext::detail::num_cpu_rand_states())
 #endif
-/** Number of GPU generator states (reserved: no GPU backend yet). */
+/** Number of GPU generator states (kept for source compatibility: oxnet hands out none). */
 #define MX_NUM_GPU_RANDOM_STATES 32768
 
 /** Attribute keys the reference reserves (kept for source compatibility). */
@@ -459,7 +459,8 @@ class OpResource {
     return p;
   }
 
-  /** GPU workspace (NULL: oxnet has no GPU backend yet). */
+  /** `size` bytes of GPU workspace on the call's device, valid until the work queued on
+   *  get_cuda_stream() is done (NULL in a CPU call). */
   void* alloc_gpu(size_t size) const {
     return (res_ && res_->alloc_gpu) ? res_->alloc_gpu(res_->host_data, static_cast<uint64_t>(size)) : nullptr;
   }
@@ -484,7 +485,7 @@ class OpResource {
     return rand_states_;
   }
 
-  /** GPU generator states (NULL: no GPU backend yet). */
+  /** GPU generator states (NULL: oxnet hands out none yet; draw seeds with the CPU states). */
   inline mx_gpu_rand_t* get_gpu_rand_states() const { return nullptr; }
 
   /** A fresh 64-bit seed from oxnet's global generator (oxnet addition). */

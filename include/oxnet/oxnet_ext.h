@@ -48,7 +48,7 @@ extern "C" {
 #define OXNET_EXT_NUM_DEVICE_SLOTS 2
 /** Slot of CPU kernels. */
 #define OXNET_EXT_SLOT_CPU 0
-/** Slot of GPU kernels (reserved: oxnet has no GPU backend yet). */
+/** Slot of GPU kernels: they get device pointers and the device's CUDA stream. */
 #define OXNET_EXT_SLOT_GPU 1
 
 /** Status: success. */
@@ -185,7 +185,8 @@ typedef struct oxnet_ext_resource {
   /** `size` bytes of CPU memory, 64-byte aligned, valid until the kernel returns;
    *  each call gives a distinct region; the host frees it. NULL if it cannot. */
   void* (*alloc_cpu)(void* host_data, uint64_t size);
-  /** GPU workspace (reserved: NULL pointer on CPU-only hosts). */
+  /** `size` bytes of GPU memory on the call's device, valid until the kernel's work on
+   *  `cuda_stream` is done; the host frees it. NULL in a CPU call or if it cannot. */
   void* (*alloc_gpu)(void* host_data, uint64_t size);
   /** A fresh 64-bit seed drawn from oxnet's global generator (reseeding oxnet repeats the draws). */
   uint64_t (*random_seed)(void* host_data);

@@ -44,6 +44,7 @@ from . import model, callback, module; mod = module; __all__ += ["model", "callb
 from . import kvstore; kv = kvstore; __all__ += ["kvstore", "kv"]  # noqa: E402,E702
 from . import contrib; __all__ += ["contrib"]  # noqa: E402,E702
 from . import rnn; __all__ += ["rnn"]  # noqa: E402,E702
+from . import rtc; __all__ += ["rtc"]  # noqa: E402,E702
 
 # MXNet 1.9.1 modules oxnet does not provide (yet): using one is an error
 # that says so, not a bare AttributeError.

@@ -83,7 +83,9 @@ pub struct Resource {
     /// `size` bytes of 64-byte aligned CPU memory valid until the kernel
     /// returns; each call a distinct region; the host frees it. NULL if it cannot.
     pub alloc_cpu: Option<unsafe extern "C" fn(host_data: *mut c_void, size: u64) -> *mut c_void>,
-    /// GPU workspace (reserved: NULL pointer on CPU-only hosts).
+    /// `size` bytes of GPU memory on the call's device, valid until the
+    /// kernel's work on `cuda_stream` is done; the host frees it. NULL in a
+    /// CPU call or if it cannot.
     pub alloc_gpu: Option<unsafe extern "C" fn(host_data: *mut c_void, size: u64) -> *mut c_void>,
     /// A fresh seed drawn from oxnet's global generator.
     pub random_seed: Option<unsafe extern "C" fn(host_data: *mut c_void) -> u64>,

@@ -44,7 +44,7 @@ pub const MAX_NDIM: usize = 32;
 pub const NUM_DEVICE_SLOTS: usize = 2;
 /// Slot of CPU kernels.
 pub const SLOT_CPU: usize = 0;
-/// Slot of GPU kernels (reserved: oxnet has no GPU backend yet).
+/// Slot of GPU kernels: they get device pointers and the device's CUDA stream.
 pub const SLOT_GPU: usize = 1;
 
 /// Status: success.

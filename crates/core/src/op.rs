@@ -297,6 +297,9 @@ pub struct OpDef {
     pub forward_dynamic: Option<ForwardDynamicFn>,
     /// Differentiation.
     pub gradient: Gradient,
+    /// A [`Gradient::Kernel`] that takes GPU arrays (device pointers);
+    /// otherwise a GPU call of the backward kernel runs on host copies.
+    pub backward_on_gpu: bool,
     /// Indices of inputs the kernel writes to (aux states).
     pub mutate_inputs: MutateInputsFn,
     /// Resources the kernel uses.
@@ -420,6 +423,7 @@ impl OpDef {
             forward: Vec::new(),
             forward_dynamic: None,
             gradient: Gradient::None,
+            backward_on_gpu: false,
             mutate_inputs: Arc::new(|_| Vec::new()),
             resources: Vec::new(),
             create_state: None,
@@ -590,6 +594,14 @@ impl OpDef {
         f: impl Fn(&OpContext, &BackwardArgs, &[NDArray]) -> Result<()> + Send + Sync + 'static,
     ) -> Self {
         self.gradient = Gradient::Kernel { deps: Arc::new(deps), backward: Arc::new(f) };
+        self
+    }
+
+    /// Declares that the backward kernel (see [`OpDef::backward`]) takes
+    /// arrays on any device, GPU arrays included. Without it a backward
+    /// call on the GPU runs the kernel on host copies.
+    pub fn backward_runs_on_gpu(mut self) -> Self {
+        self.backward_on_gpu = true;
         self
     }
 

@@ -249,24 +249,35 @@ fn backward_op(
                 *o = Some(*d);
             }
             Ok(())
-        })
-        .forward(move |ctx, inputs, outputs| {
-            let mut it = inputs.iter().cloned();
-            let mut out_grads = vec![None; n_out];
-            for &i in &deps.out_grads {
-                out_grads[i] = it.next();
-            }
-            let mut fwd_in = vec![None; n_in];
-            for &i in &deps.inputs {
-                fwd_in[i] = it.next();
-            }
-            let mut fwd_out = vec![None; n_out];
-            for &i in &deps.outputs {
-                fwd_out[i] = it.next();
-            }
-            let args = BackwardArgs { out_grads: &out_grads, inputs: &fwd_in, outputs: &fwd_out };
-            kernel(ctx, &args, outputs)
         });
+    let run = move |ctx: &oxnet_core::OpContext,
+                    inputs: &[oxnet_core::NDArray],
+                    outputs: &[oxnet_core::NDArray]| {
+        let mut it = inputs.iter().cloned();
+        let mut out_grads = vec![None; n_out];
+        for &i in &deps.out_grads {
+            out_grads[i] = it.next();
+        }
+        let mut fwd_in = vec![None; n_in];
+        for &i in &deps.inputs {
+            fwd_in[i] = it.next();
+        }
+        let mut fwd_out = vec![None; n_out];
+        for &i in &deps.outputs {
+            fwd_out[i] = it.next();
+        }
+        let args = BackwardArgs { out_grads: &out_grads, inputs: &fwd_in, outputs: &fwd_out };
+        kernel(ctx, &args, outputs)
+    };
+    // a kernel that takes GPU arrays runs there too; otherwise GPU calls
+    // run it on host copies (the dispatcher's fallback)
+    def = if forward.backward_on_gpu {
+        let run = Arc::new(run);
+        let on_gpu = run.clone();
+        def.forward(move |c, i, o| run(c, i, o)).forward_on(Device::Gpu(0), move |c, i, o| on_gpu(c, i, o))
+    } else {
+        def.forward(run)
+    };
     // Parameters of the forward operator are kept as given.
     def.attrs = forward.attrs.clone();
     def.prepare = forward.prepare.clone();

@@ -55,7 +55,7 @@ pub(crate) struct Tensors {
 }
 
 impl Tensors {
-    /// DLTensors describing `arrays` (CPU, compact or strided as they are).
+    /// DLTensors describing `arrays` (on their devices, compact or strided as they are).
     /// Their shape and stride pointers are set by [`Tensors::as_ptr`].
     #[inline(always)]
     pub(crate) fn new<'a>(arrays: impl Iterator<Item = &'a NDArray>) -> Tensors {
@@ -66,7 +66,7 @@ impl Tensors {
             dims.extend(a.strides().iter().map(|&s| s as i64));
             tensors.push(abi::DLTensor {
                 data: a.raw_ptr() as *mut std::ffi::c_void,
-                device: abi::DLDevice::CPU,
+                device: crate::call::dl_device(a.device()),
                 ndim: a.ndim() as i32,
                 dtype: abi::dl_dtype_of(dtype_code(a.dtype())).unwrap_or(abi::DLDataType {
                     code: abi::K_DL_OPAQUE_HANDLE,

@@ -8,7 +8,7 @@ use crate::infer_cache;
 use crate::loader::LibraryCode;
 use oxnet_abi as abi;
 use oxnet_core::op::{BackwardArgs, BackwardDeps, OpContext, OpState};
-use oxnet_core::{Attrs, DType, Device, Error, NDArray, OpDef, Result, Shape};
+use oxnet_core::{Attrs, DType, Device, Error, NDArray, OpDef, Req, Result, Shape};
 use smallvec::SmallVec;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -197,9 +197,24 @@ impl Drop for LoadedState {
     }
 }
 
-fn create_state(op: &Arc<LoadedOp>, attrs: &Attrs, shapes: &[Shape], dtypes: &[DType]) -> Result<OpState> {
+/// The ABI kernel slot of a device.
+fn slot_of(device: Device) -> usize {
+    match device {
+        Device::Cpu => abi::SLOT_CPU,
+        Device::Gpu(_) => abi::SLOT_GPU,
+    }
+}
+
+fn create_state(
+    op: &Arc<LoadedOp>,
+    attrs: &Attrs,
+    shapes: &[Shape],
+    dtypes: &[DType],
+    device: Device,
+) -> Result<OpState> {
     let p = prepared(attrs)?;
-    let f = op.desc.create_state[abi::SLOT_CPU].ok_or_else(|| Error::Device("no CPU create_state".into()))?;
+    let f = op.desc.create_state[slot_of(device)]
+        .ok_or_else(|| Error::Device(format!("`{}` has no state constructor for {device}", op.name)))?;
     let is: SmallVec<[abi::Shape; 3]> =
         shapes.iter().map(|s| shape_to_abi(&op.name, &Some(s.clone()))).collect::<Result<_>>()?;
     let it: SmallVec<[i32; 4]> = dtypes.iter().map(|d| dtype_code(*d)).collect();
@@ -208,7 +223,7 @@ fn create_state(op: &Arc<LoadedOp>, attrs: &Attrs, shapes: &[Shape], dtypes: &[D
         f(
             op.user(),
             &p.cattrs.abi(),
-            abi::DLDevice::CPU,
+            crate::call::dl_device(device),
             is.as_ptr(),
             it.as_ptr(),
             is.len() as i32,
@@ -223,7 +238,12 @@ fn create_state(op: &Arc<LoadedOp>, attrs: &Attrs, shapes: &[Shape], dtypes: &[D
     Ok(Arc::new(state))
 }
 
-/// Calls a stateless or stateful kernel of `op`.
+/// Calls a stateless or stateful kernel of `op`, for `ctx.device`.
+///
+/// GPU kernels see only write requests: an output with request `add` or
+/// `null` gets a device temporary, and `add` outputs have it added in
+/// afterwards on the device (MXNet's kernels never took requests, and the
+/// headers' own `add` emulation works on host memory only).
 fn run_kernel(
     op: &LoadedOp,
     ctx: &OpContext,
@@ -232,10 +252,27 @@ fn run_kernel(
     outputs: &[NDArray],
 ) -> Result<()> {
     let p = prepared(ctx.attrs)?;
-    let mut outs = Tensors::new(outputs.iter());
-    let req: SmallVec<[i32; 4]> = ctx.req.iter().map(|r| req_code(*r)).collect();
-    let scope = CallScope::default();
-    let res = scope.resource(ctx.is_train);
+    let on_gpu = ctx.device != Device::Cpu;
+    let mut temps: SmallVec<[(usize, NDArray); 1]> = SmallVec::new();
+    let mut targets: SmallVec<[NDArray; 2]> = SmallVec::new();
+    let mut reqs: SmallVec<[Req; 2]> = SmallVec::from_slice(ctx.req);
+    if on_gpu {
+        for (i, (o, r)) in outputs.iter().zip(ctx.req).enumerate() {
+            if matches!(r, Req::Add | Req::Null) {
+                let t = NDArray::empty(o.shape(), o.dtype(), ctx.device)?;
+                targets.push(t.clone());
+                temps.push((i, t));
+                reqs[i] = Req::Write;
+            } else {
+                targets.push(o.clone());
+            }
+        }
+    }
+    let targets: &[NDArray] = if temps.is_empty() { outputs } else { &targets };
+    let mut outs = Tensors::new(targets.iter());
+    let req: SmallVec<[i32; 4]> = reqs.iter().map(|r| req_code(*r)).collect();
+    let scope = CallScope::new(ctx.device);
+    let res = scope.resource(ctx.is_train)?;
     let what = if backward { "backward" } else { "forward" };
     let state = ctx.state.and_then(|s| s.downcast_ref::<LoadedState>());
     let (ip, ni) = (inputs.as_ptr(), inputs.len());
@@ -245,17 +282,34 @@ fn run_kernel(
             let f = if backward { st.raw.backward } else { st.raw.forward };
             let f =
                 f.ok_or_else(|| Error::Invalid(format!("the operator's state has no {what} function")))?;
-            checked(what, |err| unsafe { f(st.raw.state, ip, ni, op_, no, req.as_ptr(), &res, err) })
+            checked(what, |err| unsafe { f(st.raw.state, ip, ni, op_, no, req.as_ptr(), &res, err) })?;
         }
         None => {
             let slot = if backward { op.desc.backward } else { op.desc.forward };
-            let f = slot[abi::SLOT_CPU]
-                .ok_or_else(|| Error::Invalid(format!("the operator has no CPU {what}")))?;
+            let f = slot[slot_of(ctx.device)].ok_or_else(|| {
+                Error::Invalid(format!("the operator has no {what} kernel for {}", ctx.device))
+            })?;
             checked(what, |err| unsafe {
                 f(op.user(), &p.cattrs.abi(), ip, ni, op_, no, req.as_ptr(), &res, err)
-            })
+            })?;
         }
     }
+    for (i, t) in &temps {
+        if ctx.req[*i] == Req::Add {
+            add_on_device(&outputs[*i], t, ctx.device)?;
+        }
+    }
+    Ok(())
+}
+
+/// `dst += src` on `device`, by the `_copy` kernel with request `add`.
+fn add_on_device(dst: &NDArray, src: &NDArray, device: Device) -> Result<()> {
+    let copy = oxnet_core::registry::get("_copy")?;
+    let kernel = copy.kernel_for(device)?;
+    let attrs = Attrs::default();
+    let ctx =
+        OpContext { op_name: "_copy", attrs: &attrs, req: &[Req::Add], is_train: false, device, state: None };
+    kernel(&ctx, std::slice::from_ref(src), std::slice::from_ref(dst))
 }
 
 /// The ABI code of a request.
@@ -289,6 +343,7 @@ fn backward(op: &LoadedOp, ctx: &OpContext, args: &BackwardArgs, in_grads: &[NDA
 pub(crate) fn op_def(op: Arc<LoadedOp>) -> OpDef {
     let d = op.desc;
     let stateful = d.create_state[abi::SLOT_CPU].is_some();
+    let stateful_gpu = d.create_state[abi::SLOT_GPU].is_some();
     let mut def = OpDef::new(&op.name)
         .doc(&format!("Operator `{}` loaded from the extension library {}.", op.name, op.library))
         .allow_extra_attrs()
@@ -311,16 +366,21 @@ pub(crate) fn op_def(op: Arc<LoadedOp>) -> OpDef {
         let o = op.clone();
         def = def.forward(move |ctx, i, out| forward(&o, ctx, i, out));
     }
-    if stateful {
+    // GPU kernels (`setForward(f, "gpu")`) get device pointers and the
+    // device's stream; an operator without them runs on host copies there
+    if stateful_gpu || d.forward[abi::SLOT_GPU].is_some() {
         let o = op.clone();
-        def = def.create_state(move |a, s, t, dev: Device| {
-            if dev != Device::Cpu {
-                return Err(Error::Device(format!("`{}` has no state constructor for {dev}", o.name)));
-            }
-            create_state(&o, a, s, t)
-        });
+        def = def.forward_on(Device::Gpu(0), move |ctx, i, out| forward(&o, ctx, i, out));
     }
-    if stateful || d.backward[abi::SLOT_CPU].is_some() {
+    if stateful || stateful_gpu {
+        let o = op.clone();
+        def = def.create_state(move |a, s, t, dev: Device| create_state(&o, a, s, t, dev));
+    }
+    if stateful_gpu || d.backward[abi::SLOT_GPU].is_some() {
+        def = def.backward_runs_on_gpu();
+    }
+    if stateful || stateful_gpu || d.backward[abi::SLOT_CPU].is_some() || d.backward[abi::SLOT_GPU].is_some()
+    {
         let o = op.clone();
         def = def.backward(
             |a| {

@@ -29,6 +29,7 @@ mod io;
 mod library;
 mod numpy_interop;
 mod optim;
+mod rtc;
 mod subgraph;
 mod symbol;
 
@@ -71,6 +72,7 @@ fn _oxnet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(custom::unregister_function, m)?)?;
     m.add_function(wrap_pyfunction!(check::check_op, m)?)?;
     m.add_function(wrap_pyfunction!(library::load_library, m)?)?;
+    m.add_class::<rtc::RtcModule>()?;
     m.add_class::<symbol::SymbolHandle>()?;
     m.add_class::<symbol::ExecutorHandle>()?;
     m.add_function(wrap_pyfunction!(symbol::sym_var, m)?)?;

@@ -602,8 +602,9 @@ fn node_gradient(
                 state: node.state.as_ref(),
             };
             let args = BackwardArgs { out_grads: &out_grads, inputs: &saved_in, outputs: &saved_out };
-            let result =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| backward(&ctx, &args, &in_grads)));
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                crate::gpu::fallback::call_backward(&node.op, backward, &ctx, &args, &in_grads)
+            }));
             match result {
                 Ok(r) => r?,
                 Err(p) => return Err(Error::Panic(dispatch::panic_message(p.as_ref()))),

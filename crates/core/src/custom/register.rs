@@ -393,6 +393,7 @@ pub(crate) fn custom_op_def() -> OpDef {
         // they live (on a GPU, through __cuda_array_interface__ or copies)
         .forward(custom_forward)
         .forward_on(Device::Gpu(0), custom_forward)
+        .backward_runs_on_gpu()
         .backward(backward_deps, |ctx, args, in_grads| {
             let inst = instance(ctx.state)?;
             let n_args = inst.n_args;

@@ -37,6 +37,16 @@ impl KernelArgs {
         self
     }
 
+    /// Appends a parameter given as its bytes (for parameters typed at run
+    /// time, such as a user kernel's signature).
+    pub fn push_bytes(&mut self, bytes: &[u8]) -> &mut Self {
+        let mut slot = vec![0u64; bytes.len().div_ceil(8).max(1)].into_boxed_slice();
+        // SAFETY: the slot holds at least `bytes.len()` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), slot.as_mut_ptr() as *mut u8, bytes.len()) };
+        self.slots.push(slot);
+        self
+    }
+
     /// How many parameters there are.
     pub fn len(&self) -> usize {
         self.slots.len()

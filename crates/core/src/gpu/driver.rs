@@ -332,6 +332,19 @@ pub fn nvrtc_available() -> bool {
 /// log. Machine code rather than PTX for the devices: a driver older than
 /// the NVRTC refuses its newer PTX, while CUBIN of the same major version loads.
 pub fn compile(source: &str, name: &str, arch: &str) -> Result<Vec<u8>> {
+    compile_with(source, name, arch, &[], &[]).map(|(image, _)| image)
+}
+
+/// [`compile`] with extra NVRTC `options` (`-DN=4`, `--use_fast_math`) and
+/// C++ name expressions to `export` (`axpy<float>`): the image and the
+/// lowered (mangled) symbol of each export, in order.
+pub fn compile_with(
+    source: &str,
+    name: &str,
+    arch: &str,
+    options: &[String],
+    exports: &[String],
+) -> Result<(Vec<u8>, Vec<String>)> {
     if !nvrtc_available() {
         return Err(Error::Device(
             "NVRTC was not found (libnvrtc.so.13 or .12): install the CUDA toolkit or `pip install nvidia-cuda-nvrtc`, \
@@ -339,26 +352,108 @@ pub fn compile(source: &str, name: &str, arch: &str) -> Result<Vec<u8>> {
                 .into(),
         ));
     }
-    let src = CString::new(source)
-        .map_err(|_| Error::Invalid(format!("kernel `{name}`'s source holds a NUL byte")))?;
+    let nul = |what: &str| Error::Invalid(format!("{what} of `{name}` holds a NUL byte"));
+    let src = CString::new(source).map_err(|_| nul("the source"))?;
+    let export_names = exports
+        .iter()
+        .map(|e| CString::new(e.as_str()).map_err(|_| nul("an export")))
+        .collect::<Result<Vec<_>>>()?;
     let prog = rtc::create_program(&src, None).map_err(|e| Error::Device(format!("NVRTC: {e}")))?;
-    let options = [format!("--gpu-architecture={arch}"), "--std=c++17".to_string()];
-    // SAFETY: `prog` was just created and is destroyed below.
-    let compiled = unsafe { rtc::compile_program(prog, &options) };
-    let result = match compiled {
-        Ok(()) if arch.starts_with("sm_") => unsafe { cubin(prog) },
-        Ok(()) => unsafe { rtc::get_ptx(prog) }
-            .map(|p| p.iter().map(|&c| c as u8).collect())
-            .map_err(|e| Error::Device(format!("NVRTC: {e}"))),
-        Err(e) => {
+    let run = || -> Result<(Vec<u8>, Vec<String>)> {
+        for e in &export_names {
+            // SAFETY: `prog` is a live program; the name outlives the call.
+            unsafe { rtc_sys::nvrtcAddNameExpression(prog, e.as_ptr()) }
+                .result()
+                .map_err(|err| Error::Device(format!("NVRTC: exporting {e:?}: {err}")))?;
+        }
+        let mut all = vec![format!("--gpu-architecture={arch}"), "--std=c++17".to_string()];
+        all.extend(options.iter().cloned());
+        // SAFETY: `prog` is a live program.
+        if let Err(e) = unsafe { rtc::compile_program(prog, &all) } {
             let log =
                 unsafe { rtc::get_program_log(prog) }.map(|l| c_chars_to_string(&l)).unwrap_or_default();
-            Err(Error::Device(format!("NVRTC could not compile kernel `{name}` for {arch} ({e}):\n{log}")))
+            return Err(Error::Device(format!("NVRTC could not compile `{name}` for {arch} ({e}):\n{log}")));
         }
+        let image = if arch.starts_with("sm_") {
+            // SAFETY: compiled for a real architecture.
+            unsafe { cubin(prog) }?
+        } else {
+            // SAFETY: compiled.
+            unsafe { rtc::get_ptx(prog) }
+                .map(|p| p.iter().map(|&c| c as u8).collect())
+                .map_err(|e| Error::Device(format!("NVRTC: {e}")))?
+        };
+        let mut lowered = Vec::with_capacity(export_names.len());
+        for e in &export_names {
+            let mut out: *const std::ffi::c_char = std::ptr::null();
+            // SAFETY: compiled with this name expression; NVRTC owns the returned string.
+            unsafe { rtc_sys::nvrtcGetLoweredName(prog, e.as_ptr(), &mut out) }
+                .result()
+                .map_err(|err| Error::Device(format!("NVRTC: the lowered name of {e:?}: {err}")))?;
+            // SAFETY: a NUL-terminated string owned by the program, read before it is destroyed.
+            lowered.push(unsafe { CStr::from_ptr(out) }.to_string_lossy().into_owned());
+        }
+        Ok((image, lowered))
     };
+    let result = run();
     // SAFETY: created above, not used after.
     let _ = unsafe { rtc::destroy_program(prog) };
     result
+}
+
+/// Compiles `source` for `gpu(ordinal)`'s architecture and loads it there:
+/// a module handle (loaded for the life of the process) and the lowered
+/// names of `exports`.
+pub fn load_module(
+    ordinal: usize,
+    source: &str,
+    name: &str,
+    options: &[String],
+    exports: &[String],
+) -> Result<(usize, Vec<String>)> {
+    let d = device(ordinal)?;
+    let (image, lowered) = compile_with(source, name, &d.arch, options, exports)?;
+    // SAFETY: a CUBIN image for this device.
+    let module = unsafe { cu::module::load_data(image.as_ptr() as *const c_void) }
+        .map_err(|e| driver_error(&format!("loading module `{name}`"), e))?;
+    Ok((module as usize, lowered))
+}
+
+/// Kernel `symbol` of a module that [`load_module`] loaded on `gpu(ordinal)`.
+pub fn module_function(ordinal: usize, module: usize, symbol: &str) -> Result<usize> {
+    device(ordinal)?;
+    let cname = CString::new(symbol).map_err(|_| Error::Invalid(format!("bad kernel name {symbol:?}")))?;
+    // SAFETY: `module` is a loaded module of this device's context.
+    let f = unsafe { cu::module::get_function(module as sys::CUmodule, cname) }
+        .map_err(|e| driver_error(&format!("finding kernel `{symbol}`"), e))?;
+    Ok(f as usize)
+}
+
+/// Launches kernel `function` (from [`module_function`]) on `gpu(ordinal)`'s
+/// stream with a 3-D grid and block and `shared_mem` bytes of dynamic shared memory.
+pub fn launch_function(
+    ordinal: usize,
+    function: usize,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_mem: u32,
+    args: &mut KernelArgs,
+) -> Result<()> {
+    let d = device(ordinal)?;
+    let mut params = args.pointers();
+    // SAFETY: the caller packed the parameters for the kernel's signature;
+    // the driver copies them during the call.
+    unsafe {
+        cu::launch_kernel(
+            function as sys::CUfunction,
+            (grid[0], grid[1], grid[2]),
+            (block[0], block[1], block[2]),
+            shared_mem,
+            d.stream,
+            &mut params,
+        )
+    }
+    .map_err(|e| driver_error("launching a kernel", e))
 }
 
 /// The CUBIN of a compiled program.

@@ -5,7 +5,7 @@
 //! operator says once that it falls back (`OXNET_GPU_FALLBACK=0` makes it
 //! an error instead), so the kernels worth writing show themselves.
 
-use crate::op::{ForwardFn, OpContext, OpDef, Req};
+use crate::op::{BackwardArgs, BackwardFn, ForwardFn, OpContext, OpDef, Req};
 use crate::{Device, Error, NDArray, Result};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -99,6 +99,52 @@ fn host_kernel(op: &OpDef, cpu: ForwardFn) -> ForwardFn {
         }
         Ok(())
     })
+}
+
+/// Calls backward kernel `backward` for `ctx.device`: directly on the
+/// CPU or when `op` declares that its backward kernel takes GPU arrays
+/// ([`OpDef::backward_runs_on_gpu`]), else on host copies of the GPU arrays,
+/// whose gradients are copied back.
+pub(crate) fn call_backward(
+    op: &OpDef,
+    backward: &BackwardFn,
+    ctx: &OpContext,
+    args: &BackwardArgs,
+    in_grads: &[NDArray],
+) -> Result<()> {
+    if ctx.device == Device::Cpu || op.backward_on_gpu {
+        return backward(ctx, args, in_grads);
+    }
+    if !enabled() {
+        return Err(Error::Device(format!(
+            "`{}`'s backward kernel has no GPU version (OXNET_GPU_FALLBACK=0 forbids running it on the host)",
+            ctx.op_name
+        )));
+    }
+    note(ctx.op_name);
+    let host = |xs: &[Option<NDArray>]| -> Result<Vec<Option<NDArray>>> {
+        xs.iter().map(|x| x.as_ref().map(|x| x.to_device(Device::Cpu)).transpose()).collect()
+    };
+    let (out_grads, inputs, outputs) = (host(args.out_grads)?, host(args.inputs)?, host(args.outputs)?);
+    let host_grads = in_grads
+        .iter()
+        .zip(ctx.req)
+        .map(|(g, r)| match r {
+            Req::Add => g.to_device(Device::Cpu),
+            _ => NDArray::zeros(g.shape(), g.dtype(), Device::Cpu),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let host_req: Vec<Req> =
+        ctx.req.iter().map(|r| if *r == Req::Inplace { Req::Write } else { *r }).collect();
+    let host_ctx = OpContext { req: &host_req, device: Device::Cpu, ..*ctx };
+    let host_args = BackwardArgs { out_grads: &out_grads, inputs: &inputs, outputs: &outputs };
+    backward(&host_ctx, &host_args, &host_grads)?;
+    for ((g, h), r) in in_grads.iter().zip(&host_grads).zip(&host_req) {
+        if *r != Req::Null {
+            g.assign_from(h)?;
+        }
+    }
+    Ok(())
 }
 
 /// Runs a data-dependent operator (one that allocates its outputs) on

@@ -23,6 +23,7 @@ pub mod fallback;
 pub mod index;
 pub mod kernels;
 pub mod pool;
+pub mod rtc;
 
 #[cfg(feature = "cuda")]
 pub mod blas;
@@ -68,6 +69,21 @@ pub fn ensure_device(ordinal: usize) -> Result<()> {
         Err(crate::Error::Device(format!(
             "gpu({ordinal}) requested, but this build of oxnet has no GPU backend (build it with the `cuda` feature)"
         )))
+    }
+}
+
+/// The CUDA stream (`CUstream`) of `gpu(ordinal)`, on which every kernel
+/// and copy of that device is queued; for kernels from outside oxnet
+/// (extension libraries, Rust custom operators) to launch on. A build
+/// without the `cuda` feature errs.
+pub fn stream_handle(ordinal: usize) -> Result<*mut std::ffi::c_void> {
+    #[cfg(feature = "cuda")]
+    {
+        driver::stream(ordinal)
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        Err(unsupported(&format!("the stream of gpu({ordinal})")))
     }
 }
 

@@ -53,9 +53,9 @@ fn normalize(x: &NDArray, mean: &[f64], std: &[f64]) -> Result<NDArray> {
     let (axis, c) = channels(x.shape())?;
     let mut bshape = Shape::from_elem(1, x.ndim());
     bshape[axis] = c;
-    let m = NDArray::from_vec(mean.to_vec(), &bshape)?.astype(x.dtype())?;
+    let m = NDArray::from_vec(mean.to_vec(), &bshape)?.astype(x.dtype())?.to_device(x.device())?;
     let inv: Vec<f64> = std.iter().map(|s| 1.0 / s).collect();
-    let s = NDArray::from_vec(inv, &bshape)?.astype(x.dtype())?;
+    let s = NDArray::from_vec(inv, &bshape)?.astype(x.dtype())?.to_device(x.device())?;
     let centred = crate::util::call("broadcast_sub", &[x, &m], &[])?;
     crate::util::call("broadcast_mul", &[&centred, &s], &[])
 }
