@@ -168,6 +168,8 @@ def main():
     gbs = lambda t: 2 * 4 * n / t / 1e9  # bytes read + written
     rows.append(("oxnet copy 64M f32", t_copy, gbs(t_copy)))
     rows.append(("oxnet sigmoid 64M f32", t_sig, gbs(t_sig)))
+    t_drop = timed(lambda: mx.nd.Dropout(x, p=0.5, mode="always"), sync, a.rounds)
+    rows.append(("oxnet Dropout 64M f32 (Philox)", t_drop, gbs(t_drop)))
     small = mx.nd.ones((1024,), ctx=gpu)
     t_small = timed(lambda: mx.nd.relu(small), sync, 2000)
     rows.append(("oxnet relu 1K (launch)", t_small, None))
@@ -181,6 +183,8 @@ def main():
         t_ts = timed(lambda: torch.sigmoid(tx, out=ty), ts, a.rounds)
         tsmall = torch.ones(1024, device="cuda")
         t_tsm = timed(lambda: torch.relu(tsmall), ts, 2000)
+        t_td = timed(lambda: torch.nn.functional.dropout(tx, 0.5, training=True), ts, a.rounds)
+        rows.append(("torch dropout 64M f32", t_td, gbs(t_td)))
         rows += [("torch copy 64M f32", t_tc, gbs(t_tc)), ("torch sigmoid 64M f32", t_ts, gbs(t_ts)),
                  ("torch relu 1K (launch)", t_tsm, None)]
     except ImportError:

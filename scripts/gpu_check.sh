@@ -22,7 +22,7 @@ status=0
 # (the Python package finds them by itself)
 NV_LIBS=$($PY -c "import glob, nvidia; print(':'.join(d for p in nvidia.__path__ for d in sorted(glob.glob(p + '/cu1*/lib') + glob.glob(p + '/*/lib'))))" 2>/dev/null || true)
 RUST_LD="${NV_LIBS}:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-$PY -m pytest -q -rs -p no:cacheprovider tests/python/test_gpu.py tests/python/test_gpu_library.py tests/python/test_rtc.py || status=1
+$PY -m pytest -q -rs -p no:cacheprovider tests/python/test_gpu.py tests/python/test_gpu_library.py tests/python/test_gpu_random.py tests/python/test_rtc.py || status=1
 # the Rust GPU tests, built by scripts/gpu_build.sh
 for t in target/gpu-tests/*; do
     [ -x "$t" ] || continue

@@ -4,6 +4,7 @@
 //! already registered for the CPU, so shape and dtype inference, gradients
 //! and graphs are the operator's own.
 
+pub mod random;
 pub mod source;
 
 use oxnet_core::gpu::{self, KernelArgs, ShapeParam, StridesParam};
@@ -367,6 +368,7 @@ pub(crate) fn register() {
     add_kernel("multi_sgd_mom_update", |ctx, ins, outs| multi_sgd(ctx, ins, outs, true));
     add_kernel("_backward_reshape_to", reshape_back);
     add_kernel("adam_update", adam);
+    random::register();
     add_kernel("softmax", |ctx, ins, outs| softmax(ctx, ins, outs, false, 1.0));
     add_kernel("log_softmax", |ctx, ins, outs| softmax(ctx, ins, outs, true, 1.0));
     add_kernel("softmin", |ctx, ins, outs| softmax(ctx, ins, outs, false, -1.0));

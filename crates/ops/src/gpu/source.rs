@@ -474,5 +474,6 @@ pub fn catalog() -> Result<Vec<(String, String)>> {
             }
         }
     }
+    all.extend(super::random::catalog()?);
     Ok(all)
 }
