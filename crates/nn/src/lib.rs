@@ -33,3 +33,8 @@ pub mod trainer;
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 mod readme_doctests {}
+
+/// docs/rnn.md's Rust example, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/rnn.md")]
+mod rnn_doc_doctests {}

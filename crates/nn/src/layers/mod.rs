@@ -1,7 +1,8 @@
 //! Layers: [`Sequential`], [`Dense`], convolutions ([`Conv`], 1-D to 3-D,
 //! and transposed), pooling ([`Pool`]), [`BatchNorm`], activations
 //! ([`Activation`], [`LeakyReLU`], [`ELU`], [`SELU`], [`GELU`], [`Swish`]),
-//! recurrent layers ([`Rnn`]: LSTM, GRU, plain RNN),
+//! recurrent layers ([`Rnn`]: LSTM, GRU, plain RNN) and cells ([`RnnCell`],
+//! [`SequentialRnnCell`], [`RecurrentCell::unroll`]),
 //! [`Dropout`], [`Flatten`], [`Identity`], and [`CustomLayer`], which puts any registered
 //! operator (a `Custom` operator included) in a network with its
 //! parameters.
@@ -30,6 +31,7 @@ mod dense;
 mod norm;
 mod pool;
 mod rnn;
+mod rnn_cell;
 mod sequential;
 
 pub use activations::{Activation, LeakyReLU, Swish, ELU, GELU, SELU};
@@ -41,6 +43,7 @@ pub use dense::Dense;
 pub use norm::{GroupNorm, InstanceNorm, LayerNorm};
 pub use pool::{Pool, PoolType};
 pub use rnn::{Rnn, RnnMode};
+pub use rnn_cell::{RecurrentCell, RnnCell, SequentialRnnCell, Unroll};
 pub use sequential::Sequential;
 
 use oxnet_core::registry::{self, Op};

@@ -32,7 +32,7 @@ impl RnnMode {
         }
     }
 
-    fn gates(self) -> usize {
+    pub(super) fn gates(self) -> usize {
         match self {
             RnnMode::Relu | RnnMode::Tanh => 1,
             RnnMode::Lstm => 4,
