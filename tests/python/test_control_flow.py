@@ -568,26 +568,115 @@ def test_dynamic_unroll_forms_and_dropout():
     assert (kept == kept[:1]).all()
 
 
-def test_dynamic_unroll_on_symbols_says_foreach_is_missing():
-    # replace with a symbolic test once mx.sym.contrib.foreach exists
-    cell = gluon.rnn.LSTMCell(4)
-    with pytest.raises(MXNetError, match="symbolic foreach"):
-        contrib_rnn_cell.dynamic_unroll(cell, mx.sym.var("x"), [mx.sym.var("h"), mx.sym.var("c")])
+# -- symbolic foreach: a loop inside a graph -----------------------------------
 
+class _Recurrence(gluon.HybridBlock):
+    """h_t = tanh(x_t * w + h_{t-1}); outputs 2 h_t, and the last h."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        with self.name_scope():
+            self.w = self.params.get("w", shape=(3,), init=mx.init.Constant(0.5))
+
+    def hybrid_forward(self, F, x, h, w):
+        def step(xt, states):
+            nh = F.tanh(F.broadcast_mul(xt, w) + states[0])
+            return nh * 2, [nh]
+        out, states = F.contrib.foreach(step, x, [h])
+        return out, states[0]
+
+
+def _run_recurrence(hybridize, x_np, h_np):
+    net = _Recurrence(prefix="rec_")
+    net.initialize()
+    if hybridize:
+        net.hybridize()
+    x, h = nd(x_np), nd(h_np)
+    x.attach_grad()
+    h.attach_grad()
+    with autograd.record():
+        out, last = net(x, h)
+        loss = (out ** 2).sum() + (last * 3).sum()
+    loss.backward()
+    return net, [out.asnumpy(), last.asnumpy(), x.grad.asnumpy(), h.grad.asnumpy(), net.w.grad().asnumpy()]
+
+
+def test_symbolic_foreach_in_a_hybridized_block_matches_the_python_loop():
+    rng = np.random.default_rng(3)
+    x_np, h_np = rng.standard_normal((5, 2, 3)), rng.standard_normal((2, 3))
+    _, imperative = _run_recurrence(False, x_np, h_np)
+    net, hybrid = _run_recurrence(True, x_np, h_np)
+    for a, b in zip(hybrid, imperative):
+        close(a, b, atol=1e-5)
+    # the same graph runs sequences of another length
+    out, last = net(nd(rng.standard_normal((9, 2, 3))), nd(h_np))
+    assert out.shape == (9, 2, 3) and last.shape == (2, 3)
+    # hand-computed: a plain numpy loop
+    h, outs = h_np.copy(), []
+    for t in range(5):
+        h = np.tanh(x_np[t] * 0.5 + h)
+        outs.append(2 * h)
+    close(hybrid[0], np.stack(outs), atol=1e-5)
+
+
+def test_a_model_with_a_loop_exports_and_reimports(tmp_path):
+    rng = np.random.default_rng(4)
+    x_np, h_np = rng.standard_normal((4, 2, 3)), rng.standard_normal((2, 3))
+    net, hybrid = _run_recurrence(True, x_np, h_np)
+    net.export(str(tmp_path / "rec"))
+    graph = json.loads((tmp_path / "rec-symbol.json").read_text())
+    assert any(n["op"] == "_foreach" for n in graph["nodes"])
+    block = gluon.SymbolBlock.imports(str(tmp_path / "rec-symbol.json"), ["data0", "data1"],
+                                      str(tmp_path / "rec-0000.params"))
+    out, last = block(nd(x_np), nd(h_np))
+    close(out.asnumpy(), hybrid[0], atol=1e-5)
+    close(last.asnumpy(), hybrid[1], atol=1e-5)
+
+
+def test_symbolic_foreach_infers_shapes_and_names_its_inputs():
+    x, h, w = mx.sym.var("x"), mx.sym.var("h"), mx.sym.var("w")
+    out, states = mx.sym.contrib.foreach(lambda a, ss: (a * w + ss[0], [ss[0] * 2]), x, [h])
+    group = mx.sym.Group([out, states[0]])
+    assert sorted(group.list_arguments()) == ["h", "w", "x"]
+    _, out_shapes, _ = group.infer_shape(x=(7, 4), h=(4,), w=(4,))
+    assert out_shapes == [(7, 4), (4,)]
+
+
+def test_a_body_whose_state_changes_shape_is_an_error():
+    x, h = mx.sym.var("x"), mx.sym.var("h")
+    out, states = mx.sym.contrib.foreach(lambda a, ss: (a, [mx.sym.concat(ss[0], ss[0], dim=0)]), x, [h])
+    with pytest.raises(MXNetError, match=r"state 0 has shape \[2\] and the body makes it \[4\]"):
+        mx.sym.Group([out, states[0]]).bind(mx.cpu(), {"x": nd(np.ones((3, 2))), "h": nd(np.ones((2,)))})
+
+
+def test_dynamic_unroll_hybridized_matches_imperative():
     class Layer(gluon.HybridBlock):
         def __init__(self):
-            super().__init__()
+            super().__init__(prefix="layer_")
             with self.name_scope():
-                self.cell = gluon.rnn.LSTMCell(4)
+                self.cell = gluon.rnn.LSTMCell(4, input_size=5)
 
         def hybrid_forward(self, F, x, h, c):
             return contrib_rnn_cell.dynamic_unroll(self.cell, x, [h, c])
 
-    layer = Layer()
-    layer.initialize()
-    x, h, c = mx.nd.ones((3, 2, 5)), mx.nd.zeros((2, 4)), mx.nd.zeros((2, 4))
-    out, _ = layer(x, h, c)
-    assert out.shape == (3, 2, 4)
-    layer.hybridize()
-    with pytest.raises(MXNetError, match="symbolic foreach"):
-        layer(x, h, c)
+    rng = np.random.default_rng(5)
+    x_np = rng.uniform(-1, 1, (3, 2, 5))
+    runs = []
+    for hybridize in (False, True):
+        layer = Layer()
+        layer.initialize(mx.init.Uniform(0.5))
+        mx.random.seed(1)
+        for p in layer.collect_params().values():
+            p.set_data(nd(np.random.default_rng(6).uniform(-0.5, 0.5, p.shape)))
+        if hybridize:
+            layer.hybridize()
+        x = nd(x_np)
+        x.attach_grad()
+        with autograd.record():
+            out, (h, c) = layer(x, nd(np.zeros((2, 4))), nd(np.zeros((2, 4))))
+            loss = (out ** 2).sum() + h.sum()
+        loss.backward()
+        runs.append([out.asnumpy(), h.asnumpy(), c.asnumpy(), x.grad.asnumpy(),
+                     layer.cell.i2h_weight.grad().asnumpy()])
+    for a, b in zip(runs[1], runs[0]):
+        close(a, b, atol=1e-5)

@@ -26,6 +26,7 @@
 //! ```
 
 pub mod cached;
+pub mod control_flow;
 pub mod cse;
 pub mod default_subgraph;
 pub mod dot;

@@ -403,20 +403,20 @@ pub fn ensure_subgraph_op(name: &str) -> Result<()> {
 }
 
 /// A parsed subgraph: its symbol and a cached graph running it.
-struct Subgraph {
-    symbol: Symbol,
-    graph: IndexedGraph,
-    cached: CachedGraph,
+pub(crate) struct Subgraph {
+    pub(crate) symbol: Symbol,
+    pub(crate) graph: IndexedGraph,
+    pub(crate) cached: CachedGraph,
     /// Positions (in `list_inputs` order) of the aux states.
-    aux_positions: Vec<usize>,
+    pub(crate) aux_positions: Vec<usize>,
     /// For each input the cached graph takes, its position in `list_inputs`.
-    call_order: Vec<usize>,
+    pub(crate) call_order: Vec<usize>,
 }
 
 /// Subgraphs by their JSON text (parsed once).
 static SUBGRAPHS: Mutex<Option<HashMap<String, Arc<Subgraph>>>> = Mutex::new(None);
 
-fn subgraph_of(json: &str) -> Result<Arc<Subgraph>> {
+pub(crate) fn subgraph_of(json: &str) -> Result<Arc<Subgraph>> {
     if json.is_empty() {
         return Err(Error::attr(SUBGRAPH_ATTR, "a subgraph operator needs its subgraph in this attribute"));
     }

@@ -5,7 +5,7 @@ hidden state); and ``dynamic_unroll``, which runs a cell over a sequence
 with ``F.contrib.foreach`` instead of one call per step written out."""
 
 from .... import ndarray
-from ....base import MXNetError, _as_list
+from ....base import _as_list
 from ...rnn.rnn_cell import (BidirectionalCell, HybridRecurrentCell, HybridSequentialRNNCell, ModifierCell,
                              SequentialRNNCell, _describe_mapping, _format_sequence, _get_begin_state,
                              _mask_sequence_variable_length)
@@ -181,15 +181,11 @@ def dynamic_unroll(cell, inputs, begin_state, drop_inputs=0, drop_outputs=0, lay
     Returns ``(outputs, states)``: the outputs as one tensor in ``layout``
     and the final states (a list, as the cell returns them).
 
-    Only NDArrays for now: oxnet has no symbolic ``foreach`` yet, so on
-    Symbols (e.g. inside a hybridized block) this raises an MXNetError.
+    On Symbols (inside a hybridized block) the loop is one ``_foreach``
+    node whose body is the cell's step, for sequences of any length.
     """
     inputs, axis, F, batch_size = _format_sequence(None, inputs, layout, True)
-    foreach = getattr(getattr(F, "contrib", None), "foreach", None)
-    if foreach is None:
-        raise MXNetError("dynamic_unroll was given Symbols (e.g. inside a hybridized block), but the symbolic "
-                         "foreach (mx.sym.contrib.foreach) it needs is not available in oxnet yet; call it on "
-                         "NDArrays (do not hybridize the block), or use cell.unroll")
+    foreach = F.contrib.foreach
     if axis != 0:
         inputs = F.swapaxes(inputs, dim1=0, dim2=axis)
     cell.reset()

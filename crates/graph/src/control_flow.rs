@@ -1,0 +1,347 @@
+//! `_foreach`: a loop inside a graph (MXNet's `mx.sym.contrib.foreach`).
+//!
+//! The node holds its body as a subgraph (attribute `subgraph_sym_json`)
+//! whose outputs are the step's outputs followed by the next states. The
+//! node's inputs are the sequences, then the initial states, then the
+//! body's other inputs (free variables such as weights); `in_data_locs`,
+//! `in_state_locs` and `remain_locs` give the body input each one feeds,
+//! as MXNet's attributes do. Step `t` runs the body on element `t` of each
+//! sequence (axis 0); the outputs are the step outputs stacked along a new
+//! axis 0, then the final states.
+//!
+//! The gradient runs the loop again for each step's inputs and goes back
+//! through the steps with the body's own gradient graph, carrying the
+//! states' gradients and summing the free variables'.
+
+use crate::cached::graph_gradient;
+use crate::infer::{infer_dtypes_with_heads, infer_shapes_with_heads, is_complete};
+use crate::partition::{subgraph_of, Subgraph, SUBGRAPH_ATTR};
+use oxnet_core::op::{GradCtx, OpDef};
+use oxnet_core::{autograd, invoke1, registry, AttrKind, AttrSpec, Attrs, Error, NDArray, Result, Shape};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The operator's name.
+pub const FOREACH: &str = "_foreach";
+
+/// The loop's layout, from its attributes.
+struct Loop {
+    body: Arc<Subgraph>,
+    n_data: usize,
+    n_states: usize,
+    n_out_data: usize,
+    /// For each node input, the body input (in `list_inputs` order) it feeds.
+    locs: Vec<usize>,
+    n_body_inputs: usize,
+}
+
+fn ints(attrs: &Attrs, key: &str) -> Result<Vec<usize>> {
+    attrs
+        .ints(key)?
+        .iter()
+        .map(|&i| {
+            usize::try_from(i).map_err(|_| Error::attr(key, format!("holds the negative position {i}")))
+        })
+        .collect()
+}
+
+fn parse(attrs: &Attrs) -> Result<Loop> {
+    let body = subgraph_of(attrs.str(SUBGRAPH_ATTR)?)?;
+    let (data, states, remain) =
+        (ints(attrs, "in_data_locs")?, ints(attrs, "in_state_locs")?, ints(attrs, "remain_locs")?);
+    let n_body_inputs = body.symbol.list_inputs()?.len();
+    let n_outputs = body.symbol.num_outputs();
+    let n_out_data = usize::try_from(attrs.int("num_out_data")?)
+        .map_err(|_| Error::attr("num_out_data", "must not be negative"))?;
+    let locs: Vec<usize> = data.iter().chain(&states).chain(&remain).copied().collect();
+    let mut seen = vec![false; n_body_inputs];
+    for &l in &locs {
+        if l >= n_body_inputs || std::mem::replace(&mut seen[l], true) {
+            return Err(Error::attr(
+                "in_data_locs",
+                format!("the positions {locs:?} do not name each of the body's {n_body_inputs} inputs once"),
+            ));
+        }
+    }
+    if locs.len() != n_body_inputs {
+        return Err(Error::attr(
+            "remain_locs",
+            format!("the loop feeds {} of the body's {n_body_inputs} inputs", locs.len()),
+        ));
+    }
+    if data.is_empty() || n_out_data + states.len() != n_outputs {
+        return Err(Error::attr(
+            "num_out_data",
+            format!(
+                "a loop needs a sequence, and its body's {n_outputs} outputs must be {n_out_data} step outputs and {} states",
+                states.len()
+            ),
+        ));
+    }
+    if !body.aux_positions.is_empty() {
+        return Err(Error::attr(SUBGRAPH_ATTR, "a loop body with auxiliary states is not supported"));
+    }
+    Ok(Loop { body, n_data: data.len(), n_states: states.len(), n_out_data, locs, n_body_inputs })
+}
+
+fn prepared(attrs: &Attrs) -> Result<&Loop> {
+    attrs.prepared::<Loop>().ok_or_else(|| Error::Invalid("the loop's attributes were not prepared".into()))
+}
+
+impl Loop {
+    /// The body's inputs of step `t` (in `list_inputs` order), with `states`.
+    fn step_inputs(&self, inputs: &[NDArray], t: usize, states: &[NDArray]) -> Result<Vec<NDArray>> {
+        let mut body: Vec<Option<NDArray>> = vec![None; self.n_body_inputs];
+        for (j, x) in inputs.iter().enumerate() {
+            let value = if j < self.n_data {
+                element(x, t)?
+            } else if j < self.n_data + self.n_states {
+                states[j - self.n_data].clone()
+            } else {
+                x.clone()
+            };
+            body[self.locs[j]] = Some(value);
+        }
+        Ok(body.into_iter().map(|b| b.expect("every body input is fed (checked in parse)")).collect())
+    }
+
+    fn run_body(&self, step: &[NDArray]) -> Result<Vec<NDArray>> {
+        let refs: Vec<&NDArray> = self.body.call_order.iter().map(|&i| &step[i]).collect();
+        self.body.cached.call(&refs)
+    }
+
+    /// Runs every step: each step's body inputs and outputs.
+    fn run(&self, inputs: &[NDArray]) -> Result<(Vec<Vec<NDArray>>, Vec<Vec<NDArray>>)> {
+        let steps = inputs[0].shape().first().copied().unwrap_or(0);
+        for (i, x) in inputs[..self.n_data].iter().enumerate() {
+            if x.shape().first() != Some(&steps) {
+                return Err(Error::Shape(format!(
+                    "`_foreach`: sequence {i} has shape {:?}; every sequence needs {steps} steps on axis 0",
+                    x.shape()
+                )));
+            }
+        }
+        if steps == 0 {
+            return Err(Error::Shape("`_foreach`: the sequences have no steps".into()));
+        }
+        let mut states: Vec<NDArray> = inputs[self.n_data..self.n_data + self.n_states].to_vec();
+        let (mut ins, mut outs) = (Vec::with_capacity(steps), Vec::with_capacity(steps));
+        for t in 0..steps {
+            let step = self.step_inputs(inputs, t, &states)?;
+            let out = self.run_body(&step)?;
+            for (j, (new, old)) in out[self.n_out_data..].iter().zip(&states).enumerate() {
+                if new.shape() != old.shape() {
+                    return Err(Error::Shape(format!(
+                        "`_foreach`: state {j} has shape {:?} before step {t} and {:?} after it; a loop's states keep their shapes",
+                        old.shape(),
+                        new.shape()
+                    )));
+                }
+            }
+            states = out[self.n_out_data..].to_vec();
+            ins.push(step);
+            outs.push(out);
+        }
+        Ok((ins, outs))
+    }
+}
+
+/// Element `t` of `x` along axis 0, by operators (the loop may run inside
+/// a traced graph, where views made outside operators are refused).
+fn element(x: &NDArray, t: usize) -> Result<NDArray> {
+    let one = invoke1(
+        "slice_axis",
+        &[x],
+        &[("axis", 0i64.into()), ("begin", (t as i64).into()), ("end", (t as i64 + 1).into())],
+    )?;
+    let rest: Vec<i64> = x.shape()[1..].iter().map(|&d| d as i64).collect();
+    invoke1("Reshape", &[&one], &[("shape", oxnet_core::AttrValue::Ints(rest))])
+}
+
+fn stack(xs: &[NDArray]) -> Result<NDArray> {
+    let refs: Vec<&NDArray> = xs.iter().collect();
+    invoke1("stack", &refs, &[("num_args", (refs.len() as i64).into()), ("axis", 0i64.into())])
+}
+
+fn forward(ctx: &oxnet_core::OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<()> {
+    let l = prepared(ctx.attrs)?;
+    let _quiet = autograd::pause();
+    let _mode = if ctx.is_train { autograd::train_mode() } else { autograd::predict_mode() };
+    let (_, outs) = l.run(inputs)?;
+    let last = outs.last().expect("at least one step");
+    for (k, (o, req)) in outputs.iter().zip(ctx.req).enumerate() {
+        let value = if k < l.n_out_data {
+            stack(&outs.iter().map(|s| s[k].clone()).collect::<Vec<_>>())?
+        } else {
+            last[k].clone()
+        };
+        oxnet_core::custom::assign(o, *req, &value)?;
+    }
+    Ok(())
+}
+
+fn gradient(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
+    let l = prepared(g.attrs)?;
+    let (ins, outs) = {
+        let _quiet = autograd::pause();
+        l.run(g.inputs)?
+    };
+    let n_args = l.body.symbol.list_arguments()?.len();
+    let steps = ins.len();
+    let zeros = |x: &NDArray| NDArray::zeros(x.shape(), x.dtype(), x.device());
+    let mut d_states: Vec<NDArray> = g.out_grads[l.n_out_data..].to_vec();
+    let n_remain = g.inputs.len() - l.n_data - l.n_states;
+    let mut d_remain: Vec<Option<NDArray>> = vec![None; n_remain];
+    let mut d_data: Vec<Vec<NDArray>> = vec![Vec::with_capacity(steps); l.n_data];
+    let needs = vec![true; l.n_body_inputs];
+    for t in (0..steps).rev() {
+        let mut heads = Vec::with_capacity(outs[t].len());
+        for k in 0..l.n_out_data {
+            heads.push(element(&g.out_grads[k], t)?);
+        }
+        heads.extend(d_states.iter().cloned());
+        let ctx = GradCtx {
+            attrs: g.attrs,
+            inputs: &ins[t],
+            outputs: &outs[t],
+            out_grads: &heads,
+            needs_grad: &needs,
+            state: None,
+            is_train: g.is_train,
+            grad_into: None,
+        };
+        let grads = graph_gradient(&l.body.symbol, n_args, &ctx)?;
+        let grad_of = |j: usize| -> Result<NDArray> {
+            let pos = l.locs[j];
+            match &grads[pos] {
+                Some(gr) => Ok(gr.clone()),
+                None => zeros(&ins[t][pos]),
+            }
+        };
+        for (i, d) in d_data.iter_mut().enumerate() {
+            d.push(grad_of(i)?);
+        }
+        d_states = (0..l.n_states).map(|s| grad_of(l.n_data + s)).collect::<Result<_>>()?;
+        for (r, acc) in d_remain.iter_mut().enumerate() {
+            let gr = grad_of(l.n_data + l.n_states + r)?;
+            *acc = Some(match acc.take() {
+                Some(a) => invoke1("elemwise_add", &[&a, &gr], &[])?,
+                None => gr,
+            });
+        }
+    }
+    let mut result = Vec::with_capacity(g.inputs.len());
+    for mut d in d_data {
+        d.reverse();
+        result.push(Some(stack(&d)?));
+    }
+    result.extend(d_states.into_iter().map(Some));
+    result.extend(d_remain);
+    Ok(result.into_iter().zip(g.needs_grad).map(|(gr, need)| gr.filter(|_| *need)).collect())
+}
+
+/// Shapes: the body's inputs from the node's (a sequence gives its
+/// element's shape), the body inferred, the outputs from its heads.
+fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+    let l = prepared(attrs)?;
+    let names = l.body.symbol.list_inputs()?;
+    let steps = ins[..l.n_data].iter().flatten().find_map(|s| s.first().copied());
+    let mut given = HashMap::new();
+    for (j, s) in ins.iter().enumerate() {
+        if let Some(s) = s {
+            let body_shape = if j < l.n_data { s[1..].to_vec() } else { s.to_vec() };
+            given.insert(names[l.locs[j]].clone(), body_shape);
+        }
+    }
+    let heads: Vec<Option<Vec<usize>>> = vec![None; l.n_out_data + l.n_states];
+    let shapes = infer_shapes_with_heads(&l.body.graph, &given, &heads)?;
+    for (k, &(n, e)) in l.body.graph.heads.iter().enumerate() {
+        let s = &shapes[l.body.graph.entry(n, e)];
+        if !is_complete(s) {
+            continue;
+        }
+        let s = s.as_deref().expect("complete");
+        outs[k] = if k < l.n_out_data {
+            steps.map(|t| std::iter::once(t).chain(s.iter().copied()).collect())
+        } else {
+            Some(Shape::from_slice(s))
+        };
+    }
+    // a state's shape from its step output, and the other way round
+    for j in 0..l.n_states {
+        let (slot, head) = (l.n_data + j, l.n_out_data + j);
+        match (&ins[slot], &outs[head]) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(Error::Shape(format!(
+                    "`_foreach`: state {j} has shape {:?} and the body makes it {:?}; a loop's states keep their shapes",
+                    a.as_slice(),
+                    b.as_slice()
+                )))
+            }
+            (None, Some(b)) => ins[slot] = Some(b.clone()),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn infer_type(
+    attrs: &Attrs,
+    ins: &mut [Option<oxnet_core::DType>],
+    outs: &mut [Option<oxnet_core::DType>],
+) -> Result<()> {
+    let l = prepared(attrs)?;
+    let names = l.body.symbol.list_inputs()?;
+    let given =
+        ins.iter().enumerate().filter_map(|(j, d)| d.map(|d| (names[l.locs[j]].clone(), d))).collect();
+    let types = infer_dtypes_with_heads(&l.body.graph, &given, &vec![None; outs.len()])?;
+    for (k, &(n, e)) in l.body.graph.heads.iter().enumerate() {
+        if let Some(t) = types[l.body.graph.entry(n, e)] {
+            outs[k] = Some(t);
+        }
+    }
+    for (j, slot) in ins.iter_mut().enumerate() {
+        if let Some(t) = types[l.body.graph.entry(l.body.graph.variables()[l.locs[j]], 0)] {
+            *slot = Some(t);
+        }
+    }
+    Ok(())
+}
+
+/// The `_foreach` operator.
+pub fn foreach_op() -> OpDef {
+    let locs = |name: &str, doc: &str| AttrSpec::optional(name, AttrKind::Ints, Vec::<i64>::new(), doc);
+    OpDef::new(FOREACH)
+        .doc("A loop over axis 0 of its sequences running the subgraph in `subgraph_sym_json` at each step (MXNet's foreach).")
+        .attr(AttrSpec::optional(SUBGRAPH_ATTR, AttrKind::Str, "", "the loop body as NNVM JSON"))
+        .attr(AttrSpec::required("num_args", AttrKind::Int, "the node's inputs"))
+        .attr(AttrSpec::required("num_outputs", AttrKind::Int, "the node's outputs"))
+        .attr(AttrSpec::required("num_out_data", AttrKind::Int, "step outputs (the rest are states)"))
+        .attr(locs("in_data_locs", "the body input of each sequence"))
+        .attr(locs("in_state_locs", "the body input of each state"))
+        .attr(locs("remain_locs", "the body input of each other node input"))
+        .prepare(|attrs| Ok(Arc::new(parse(attrs)?) as Arc<dyn std::any::Any + Send + Sync>))
+        .arguments_fn(|a| {
+            let l = prepared(a)?;
+            let names = l.body.symbol.list_inputs()?;
+            Ok(l.locs.iter().map(|&p| names[p].clone()).collect())
+        })
+        .outputs_fn(|a| {
+            let l = prepared(a)?;
+            Ok((0..l.n_out_data + l.n_states).map(|k| format!("output{k}")).collect())
+        })
+        .arity_fn(|a| {
+            let l = prepared(a)?;
+            Ok([l.locs.len(), 0, l.n_out_data + l.n_states])
+        })
+        .infer_shape(infer_shape)
+        .infer_type(infer_type)
+        .forward(forward)
+        .grad_rule(gradient)
+}
+
+fn register() {
+    registry::register(foreach_op());
+}
+
+oxnet_core::register_operators!(register);
