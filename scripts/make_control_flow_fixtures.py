@@ -164,6 +164,35 @@ def unroll_case(rng, cell_name, layout, valid_length):
             "grad_i2h_weight": cell.i2h_weight.grad().asnumpy().tolist()}
 
 
+def foreach_model_case(rng):
+    """A hybridized block with a foreach loop, exported by MXNet
+    (foreach_model-symbol.json, foreach_model-0000.params) with its
+    inputs and outputs."""
+    from mxnet import gluon
+
+    class Recurrence(gluon.HybridBlock):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            with self.name_scope():
+                self.w = self.params.get("w", shape=(3,))
+
+        def hybrid_forward(self, F, x, h, w):
+            def step(xt, states):
+                nh = F.tanh(F.broadcast_mul(xt, w) + states[0])
+                return nh * 2, [nh]
+            out, states = F.contrib.foreach(step, x, [h])
+            return out, states[0]
+
+    net = Recurrence(prefix="rec_")
+    net.initialize()
+    net.w.set_data(mx.nd.array(values(rng, (3,))))
+    net.hybridize()
+    x, h = values(rng, (4, 2, 3)), values(rng, (2, 3))
+    out, last = net(mx.nd.array(x), mx.nd.array(h))
+    net.export(str(OUT / "foreach_model"))
+    return {"x": x.tolist(), "h": h.tolist(), "out": out.asnumpy().tolist(), "last": last.asnumpy().tolist()}
+
+
 def main():
     rng = np.random.default_rng(20240611)
     fixtures = {
@@ -176,6 +205,7 @@ def main():
                            unroll_case(rng, "GRUCell", "TNC", [3.0, 1.0])],
     }
     OUT.mkdir(parents=True, exist_ok=True)
+    fixtures["foreach_model"] = foreach_model_case(rng)
     with open(OUT / "values.json", "w") as f:
         json.dump(fixtures, f)
     print("wrote", OUT / "values.json")

@@ -633,6 +633,27 @@ def test_a_model_with_a_loop_exports_and_reimports(tmp_path):
     close(last.asnumpy(), hybrid[1], atol=1e-5)
 
 
+def test_a_loop_exported_by_mxnet_loads_and_gives_mxnets_outputs(fixtures):
+    case = fixtures["foreach_model"]
+    folder = FIXTURES.parent
+    block = gluon.SymbolBlock.imports(str(folder / "foreach_model-symbol.json"), ["data0", "data1"],
+                                      str(folder / "foreach_model-0000.params"))
+    out, last = block(nd(case["x"]), nd(case["h"]))
+    close(out, case["out"], atol=1e-5)
+    close(last, case["last"], atol=1e-5)
+
+
+def test_oxnet_writes_a_loop_as_mxnet_does(tmp_path):
+    # the body in the node's `subgraphs` list, MXNet's attributes (num_args counts the subgraph)
+    x, h, w = mx.sym.var("x"), mx.sym.var("h"), mx.sym.var("w")
+    out, states = mx.sym.contrib.foreach(lambda a, ss: (a * w + ss[0], [ss[0] * 2]), x, [h])
+    node = [n for n in json.loads(mx.sym.Group([out, states[0]]).tojson())["nodes"] if n["op"] == "_foreach"][0]
+    assert "subgraph_sym_json" not in node["attrs"] and len(node["subgraphs"]) == 1
+    assert node["attrs"]["num_args"] == "4" and node["attrs"]["num_out_data"] == "1"
+    body_inputs = [node["subgraphs"][0]["nodes"][i]["name"] for i in node["subgraphs"][0]["arg_nodes"]]
+    assert len(node["inputs"]) == len(body_inputs) == 3
+
+
 def test_symbolic_foreach_infers_shapes_and_names_its_inputs():
     x, h, w = mx.sym.var("x"), mx.sym.var("h"), mx.sym.var("w")
     out, states = mx.sym.contrib.foreach(lambda a, ss: (a * w + ss[0], [ss[0] * 2]), x, [h])

@@ -1,13 +1,14 @@
 //! `_foreach`: a loop inside a graph (MXNet's `mx.sym.contrib.foreach`).
 //!
-//! The node holds its body as a subgraph (attribute `subgraph_sym_json`)
-//! whose outputs are the step's outputs followed by the next states. The
-//! node's inputs are the sequences, then the initial states, then the
-//! body's other inputs (free variables such as weights); `in_data_locs`,
-//! `in_state_locs` and `remain_locs` give the body input each one feeds,
-//! as MXNet's attributes do. Step `t` runs the body on element `t` of each
-//! sequence (axis 0); the outputs are the step outputs stacked along a new
-//! axis 0, then the final states.
+//! The node holds its body as a subgraph (attribute `subgraph_sym_json`;
+//! in MXNet's JSON the node's `subgraphs` field) whose outputs are the
+//! step's outputs followed by the next states. As in MXNet, the node's
+//! inputs are the sequences, then the initial states, then the body's other
+//! inputs (free variables such as weights), and `in_data_locs`,
+//! `in_state_locs` and `remain_locs` give the body input (in its
+//! `list_inputs` order) each of them feeds. Step `t` runs the body on
+//! element `t` of each sequence (axis 0); the outputs are the step outputs
+//! stacked along a new axis 0, then the final states.
 //!
 //! The gradient runs the loop again for each step's inputs and goes back
 //! through the steps with the body's own gradient graph, carrying the
@@ -27,12 +28,13 @@ pub const FOREACH: &str = "_foreach";
 /// The loop's layout, from its attributes.
 struct Loop {
     body: Arc<Subgraph>,
-    n_data: usize,
-    n_states: usize,
+    /// The body inputs fed by the sequences, the states and the other inputs.
+    data_locs: Vec<usize>,
+    state_locs: Vec<usize>,
+    remain_locs: Vec<usize>,
+    /// For each node input, the body input it feeds (the three lists in a row).
+    pos: Vec<usize>,
     n_out_data: usize,
-    /// For each node input, the body input (in `list_inputs` order) it feeds.
-    locs: Vec<usize>,
-    n_body_inputs: usize,
 }
 
 fn ints(attrs: &Attrs, key: &str) -> Result<Vec<usize>> {
@@ -47,41 +49,40 @@ fn ints(attrs: &Attrs, key: &str) -> Result<Vec<usize>> {
 
 fn parse(attrs: &Attrs) -> Result<Loop> {
     let body = subgraph_of(attrs.str(SUBGRAPH_ATTR)?)?;
-    let (data, states, remain) =
+    let (data_locs, state_locs, remain_locs) =
         (ints(attrs, "in_data_locs")?, ints(attrs, "in_state_locs")?, ints(attrs, "remain_locs")?);
-    let n_body_inputs = body.symbol.list_inputs()?.len();
+    let n_inputs = body.symbol.list_inputs()?.len();
     let n_outputs = body.symbol.num_outputs();
     let n_out_data = usize::try_from(attrs.int("num_out_data")?)
         .map_err(|_| Error::attr("num_out_data", "must not be negative"))?;
-    let locs: Vec<usize> = data.iter().chain(&states).chain(&remain).copied().collect();
-    let mut seen = vec![false; n_body_inputs];
-    for &l in &locs {
-        if l >= n_body_inputs || std::mem::replace(&mut seen[l], true) {
+    let mut seen = vec![false; n_inputs];
+    for &l in data_locs.iter().chain(&state_locs).chain(&remain_locs) {
+        if l >= n_inputs || std::mem::replace(&mut seen[l], true) {
             return Err(Error::attr(
                 "in_data_locs",
-                format!("the positions {locs:?} do not name each of the body's {n_body_inputs} inputs once"),
+                format!(
+                    "the positions {data_locs:?}, {state_locs:?}, {remain_locs:?} do not name each of the body's {n_inputs} inputs once"
+                ),
             ));
         }
     }
-    if locs.len() != n_body_inputs {
-        return Err(Error::attr(
-            "remain_locs",
-            format!("the loop feeds {} of the body's {n_body_inputs} inputs", locs.len()),
-        ));
+    if seen.contains(&false) {
+        return Err(Error::attr("remain_locs", format!("some of the body's {n_inputs} inputs are not fed")));
     }
-    if data.is_empty() || n_out_data + states.len() != n_outputs {
+    if data_locs.is_empty() || n_out_data + state_locs.len() != n_outputs {
         return Err(Error::attr(
             "num_out_data",
             format!(
                 "a loop needs a sequence, and its body's {n_outputs} outputs must be {n_out_data} step outputs and {} states",
-                states.len()
+                state_locs.len()
             ),
         ));
     }
     if !body.aux_positions.is_empty() {
         return Err(Error::attr(SUBGRAPH_ATTR, "a loop body with auxiliary states is not supported"));
     }
-    Ok(Loop { body, n_data: data.len(), n_states: states.len(), n_out_data, locs, n_body_inputs })
+    let pos = data_locs.iter().chain(&state_locs).chain(&remain_locs).copied().collect();
+    Ok(Loop { body, data_locs, state_locs, remain_locs, pos, n_out_data })
 }
 
 fn prepared(attrs: &Attrs) -> Result<&Loop> {
@@ -89,18 +90,26 @@ fn prepared(attrs: &Attrs) -> Result<&Loop> {
 }
 
 impl Loop {
-    /// The body's inputs of step `t` (in `list_inputs` order), with `states`.
+    fn n_states(&self) -> usize {
+        self.state_locs.len()
+    }
+
+    fn n_data(&self) -> usize {
+        self.data_locs.len()
+    }
+
+    /// The body's inputs (in its order) of step `t`, with `states`.
     fn step_inputs(&self, inputs: &[NDArray], t: usize, states: &[NDArray]) -> Result<Vec<NDArray>> {
-        let mut body: Vec<Option<NDArray>> = vec![None; self.n_body_inputs];
+        let mut body: Vec<Option<NDArray>> = vec![None; self.pos.len()];
         for (j, x) in inputs.iter().enumerate() {
-            let value = if j < self.n_data {
+            let value = if j < self.n_data() {
                 element(x, t)?
-            } else if j < self.n_data + self.n_states {
-                states[j - self.n_data].clone()
+            } else if j < self.n_data() + self.n_states() {
+                states[j - self.n_data()].clone()
             } else {
                 x.clone()
             };
-            body[self.locs[j]] = Some(value);
+            body[self.pos[j]] = Some(value);
         }
         Ok(body.into_iter().map(|b| b.expect("every body input is fed (checked in parse)")).collect())
     }
@@ -113,7 +122,7 @@ impl Loop {
     /// Runs every step: each step's body inputs and outputs.
     fn run(&self, inputs: &[NDArray]) -> Result<(Vec<Vec<NDArray>>, Vec<Vec<NDArray>>)> {
         let steps = inputs[0].shape().first().copied().unwrap_or(0);
-        for (i, x) in inputs[..self.n_data].iter().enumerate() {
+        for (i, x) in inputs[..self.n_data()].iter().enumerate() {
             if x.shape().first() != Some(&steps) {
                 return Err(Error::Shape(format!(
                     "`_foreach`: sequence {i} has shape {:?}; every sequence needs {steps} steps on axis 0",
@@ -124,7 +133,7 @@ impl Loop {
         if steps == 0 {
             return Err(Error::Shape("`_foreach`: the sequences have no steps".into()));
         }
-        let mut states: Vec<NDArray> = inputs[self.n_data..self.n_data + self.n_states].to_vec();
+        let mut states: Vec<NDArray> = inputs[self.n_data()..self.n_data() + self.n_states()].to_vec();
         let (mut ins, mut outs) = (Vec::with_capacity(steps), Vec::with_capacity(steps));
         for t in 0..steps {
             let step = self.step_inputs(inputs, t, &states)?;
@@ -190,10 +199,9 @@ fn gradient(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
     let steps = ins.len();
     let zeros = |x: &NDArray| NDArray::zeros(x.shape(), x.dtype(), x.device());
     let mut d_states: Vec<NDArray> = g.out_grads[l.n_out_data..].to_vec();
-    let n_remain = g.inputs.len() - l.n_data - l.n_states;
-    let mut d_remain: Vec<Option<NDArray>> = vec![None; n_remain];
-    let mut d_data: Vec<Vec<NDArray>> = vec![Vec::with_capacity(steps); l.n_data];
-    let needs = vec![true; l.n_body_inputs];
+    let mut d_remain: Vec<Option<NDArray>> = vec![None; l.remain_locs.len()];
+    let mut d_data: Vec<Vec<NDArray>> = vec![Vec::with_capacity(steps); l.data_locs.len()];
+    let needs = vec![true; l.pos.len()];
     for t in (0..steps).rev() {
         let mut heads = Vec::with_capacity(outs[t].len());
         for k in 0..l.n_out_data {
@@ -211,26 +219,25 @@ fn gradient(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
             grad_into: None,
         };
         let grads = graph_gradient(&l.body.symbol, n_args, &ctx)?;
-        let grad_of = |j: usize| -> Result<NDArray> {
-            let pos = l.locs[j];
-            match &grads[pos] {
+        let grad_of = |p: usize| -> Result<NDArray> {
+            match &grads[p] {
                 Some(gr) => Ok(gr.clone()),
-                None => zeros(&ins[t][pos]),
+                None => zeros(&ins[t][p]),
             }
         };
-        for (i, d) in d_data.iter_mut().enumerate() {
-            d.push(grad_of(i)?);
+        for (d, &p) in d_data.iter_mut().zip(&l.data_locs) {
+            d.push(grad_of(p)?);
         }
-        d_states = (0..l.n_states).map(|s| grad_of(l.n_data + s)).collect::<Result<_>>()?;
-        for (r, acc) in d_remain.iter_mut().enumerate() {
-            let gr = grad_of(l.n_data + l.n_states + r)?;
+        d_states = l.state_locs.iter().map(|&p| grad_of(p)).collect::<Result<_>>()?;
+        for (acc, &p) in d_remain.iter_mut().zip(&l.remain_locs) {
+            let gr = grad_of(p)?;
             *acc = Some(match acc.take() {
                 Some(a) => invoke1("elemwise_add", &[&a, &gr], &[])?,
                 None => gr,
             });
         }
     }
-    let mut result = Vec::with_capacity(g.inputs.len());
+    let mut result: Vec<Option<NDArray>> = Vec::with_capacity(g.inputs.len());
     for mut d in d_data {
         d.reverse();
         result.push(Some(stack(&d)?));
@@ -245,15 +252,15 @@ fn gradient(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
 fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
     let l = prepared(attrs)?;
     let names = l.body.symbol.list_inputs()?;
-    let steps = ins[..l.n_data].iter().flatten().find_map(|s| s.first().copied());
+    let steps = ins[..l.n_data()].iter().flatten().find_map(|s| s.first().copied());
     let mut given = HashMap::new();
     for (j, s) in ins.iter().enumerate() {
         if let Some(s) = s {
-            let body_shape = if j < l.n_data { s[1..].to_vec() } else { s.to_vec() };
-            given.insert(names[l.locs[j]].clone(), body_shape);
+            let body_shape = if j < l.n_data() { s[1..].to_vec() } else { s.to_vec() };
+            given.insert(names[l.pos[j]].clone(), body_shape);
         }
     }
-    let heads: Vec<Option<Vec<usize>>> = vec![None; l.n_out_data + l.n_states];
+    let heads: Vec<Option<Vec<usize>>> = vec![None; outs.len()];
     let shapes = infer_shapes_with_heads(&l.body.graph, &given, &heads)?;
     for (k, &(n, e)) in l.body.graph.heads.iter().enumerate() {
         let s = &shapes[l.body.graph.entry(n, e)];
@@ -268,9 +275,9 @@ fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shap
         };
     }
     // a state's shape from its step output, and the other way round
-    for j in 0..l.n_states {
-        let (slot, head) = (l.n_data + j, l.n_out_data + j);
-        match (&ins[slot], &outs[head]) {
+    for j in 0..l.n_states() {
+        let p = l.n_data() + j;
+        match (&ins[p], &outs[l.n_out_data + j]) {
             (Some(a), Some(b)) if a != b => {
                 return Err(Error::Shape(format!(
                     "`_foreach`: state {j} has shape {:?} and the body makes it {:?}; a loop's states keep their shapes",
@@ -278,7 +285,7 @@ fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shap
                     b.as_slice()
                 )))
             }
-            (None, Some(b)) => ins[slot] = Some(b.clone()),
+            (None, Some(b)) => ins[p] = Some(b.clone()),
             _ => {}
         }
     }
@@ -292,16 +299,16 @@ fn infer_type(
 ) -> Result<()> {
     let l = prepared(attrs)?;
     let names = l.body.symbol.list_inputs()?;
-    let given =
-        ins.iter().enumerate().filter_map(|(j, d)| d.map(|d| (names[l.locs[j]].clone(), d))).collect();
+    let given = ins.iter().enumerate().filter_map(|(j, d)| d.map(|d| (names[l.pos[j]].clone(), d))).collect();
     let types = infer_dtypes_with_heads(&l.body.graph, &given, &vec![None; outs.len()])?;
     for (k, &(n, e)) in l.body.graph.heads.iter().enumerate() {
         if let Some(t) = types[l.body.graph.entry(n, e)] {
             outs[k] = Some(t);
         }
     }
-    for (j, slot) in ins.iter_mut().enumerate() {
-        if let Some(t) = types[l.body.graph.entry(l.body.graph.variables()[l.locs[j]], 0)] {
+    let vars = l.body.graph.variables();
+    for (slot, &p) in ins.iter_mut().zip(&l.pos) {
+        if let Some(t) = types[l.body.graph.entry(vars[p], 0)] {
             *slot = Some(t);
         }
     }
@@ -314,7 +321,7 @@ pub fn foreach_op() -> OpDef {
     OpDef::new(FOREACH)
         .doc("A loop over axis 0 of its sequences running the subgraph in `subgraph_sym_json` at each step (MXNet's foreach).")
         .attr(AttrSpec::optional(SUBGRAPH_ATTR, AttrKind::Str, "", "the loop body as NNVM JSON"))
-        .attr(AttrSpec::required("num_args", AttrKind::Int, "the node's inputs"))
+        .attr(AttrSpec::required("num_args", AttrKind::Int, "the node's inputs and its subgraph (MXNet counts it)"))
         .attr(AttrSpec::required("num_outputs", AttrKind::Int, "the node's outputs"))
         .attr(AttrSpec::required("num_out_data", AttrKind::Int, "step outputs (the rest are states)"))
         .attr(locs("in_data_locs", "the body input of each sequence"))
@@ -324,15 +331,15 @@ pub fn foreach_op() -> OpDef {
         .arguments_fn(|a| {
             let l = prepared(a)?;
             let names = l.body.symbol.list_inputs()?;
-            Ok(l.locs.iter().map(|&p| names[p].clone()).collect())
+            Ok(l.pos.iter().map(|&p| names[p].clone()).collect())
         })
         .outputs_fn(|a| {
             let l = prepared(a)?;
-            Ok((0..l.n_out_data + l.n_states).map(|k| format!("output{k}")).collect())
+            Ok((0..l.n_out_data + l.n_states()).map(|k| format!("output{k}")).collect())
         })
         .arity_fn(|a| {
             let l = prepared(a)?;
-            Ok([l.locs.len(), 0, l.n_out_data + l.n_states])
+            Ok([l.pos.len(), 0, l.n_out_data + l.n_states()])
         })
         .infer_shape(infer_shape)
         .infer_type(infer_type)

@@ -2,8 +2,10 @@
 //! `nodes` (each with `op`, `name`, `attrs`, `inputs`), `arg_nodes`,
 //! `node_row_ptr`, `heads` and `attrs.mxnet_version`. The legacy per-node
 //! keys `param` (operator attributes) and `attr` (user attributes) of older
-//! files are read too. Malformed input is an error naming the node or key,
-//! never a panic.
+//! files are read too. A loop node (`_foreach`) keeps its body in MXNet's
+//! per-node `subgraphs` list, which oxnet holds as the node's
+//! `subgraph_sym_json` attribute. Malformed input is an error naming the
+//! node or key, never a panic.
 
 use crate::indexed::IndexedGraph;
 use crate::node::{Entry, Node, OpCall};
@@ -37,7 +39,13 @@ pub fn to_json_with(sym: &Symbol, np_shape: bool) -> Result<String> {
         out.push_str("    {\n");
         let _ = writeln!(out, "      \"op\": {}, ", quote(node.op_name()));
         let _ = write!(out, "      \"name\": {}, ", quote(&node.name));
-        let attrs = node.all_attrs();
+        let mut attrs = node.all_attrs();
+        // a loop's body goes into MXNet's `subgraphs` field, not an attribute
+        let body = if SUBGRAPH_FIELD_OPS.contains(&node.op_name()) {
+            attrs.remove(crate::partition::SUBGRAPH_ATTR)
+        } else {
+            None
+        };
         if !attrs.is_empty() {
             out.push_str("\n      \"attrs\": {");
             let items: Vec<String> =
@@ -46,7 +54,11 @@ pub fn to_json_with(sym: &Symbol, np_shape: bool) -> Result<String> {
             out.push_str("}, ");
         }
         let inputs: Vec<String> = g.inputs[i].iter().map(|(m, k)| format!("[{m}, {k}, 0]")).collect();
-        let _ = write!(out, "\n      \"inputs\": [{}]\n    }}", inputs.join(", "));
+        let _ = write!(out, "\n      \"inputs\": [{}]", inputs.join(", "));
+        if let Some(body) = body {
+            let _ = write!(out, ", \n      \"subgraphs\": [{body}]");
+        }
+        out.push_str("\n    }");
         out.push_str(if i + 1 < g.nodes.len() { ", \n" } else { "\n" });
     }
     let ids = |v: Vec<usize>| v.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
@@ -57,6 +69,22 @@ pub fn to_json_with(sym: &Symbol, np_shape: bool) -> Result<String> {
     let np = if np_shape { ", \"is_np_shape\": [\"int\", 1]" } else { "" };
     let _ = write!(out, "  \"attrs\": {{\"mxnet_version\": [\"int\", {MXNET_VERSION}]{np}}}\n}}");
     Ok(out)
+}
+
+/// Operators whose subgraph MXNet writes into the node's `subgraphs` list.
+const SUBGRAPH_FIELD_OPS: &[&str] = &["_foreach"];
+
+/// The JSON text of the one graph in a node's `subgraphs` list, marked with
+/// MXNet's version (MXNet leaves it out of subgraphs).
+fn subgraph_text(list: &Value, what: &str) -> Result<String> {
+    let graphs = list.as_array().ok_or_else(|| bad(format!("{what} `subgraphs` is not a list")))?;
+    let [graph] = graphs.as_slice() else {
+        return Err(bad(format!("{what} has {} subgraphs; oxnet reads nodes with one", graphs.len())));
+    };
+    let mut graph =
+        graph.as_object().ok_or_else(|| bad(format!("{what}'s subgraph is not an object")))?.clone();
+    graph.entry("attrs").or_insert_with(|| serde_json::json!({"mxnet_version": ["int", MXNET_VERSION]}));
+    Ok(Value::Object(graph).to_string())
 }
 
 fn bad(msg: impl std::fmt::Display) -> Error {
@@ -163,6 +191,9 @@ pub fn from_json(text: &str) -> Result<Symbol> {
             .ok_or_else(|| bad(format!("node {i} (`{name}`) has no `op` string")))?;
         let what = format!("node {i} (`{name}`)");
         let mut attrs = string_map(obj.get("attrs"), &format!("{what} attrs"))?;
+        if let Some(body) = obj.get("subgraphs") {
+            attrs.insert(crate::partition::SUBGRAPH_ATTR.to_string(), subgraph_text(body, &what)?);
+        }
         // Legacy files: operator attributes under `param`, user ones under `attr`.
         let legacy_params = string_map(obj.get("param"), &format!("{what} param"))?;
         attrs.extend(string_map(obj.get("attr"), &format!("{what} attr"))?);

@@ -80,14 +80,18 @@ def foreach(body, data, init_states, name="foreach"):
     if missing:
         raise ValueError(f"foreach's body does not use {missing}; every sequence and state must reach its outputs")
     internals = graph.get_internals()
+    # as MXNet's: the node's inputs are the sequences, the states, then the
+    # body's other inputs; the *_locs give the body input each one feeds
     remain_names = [n for n in inputs if n not in own]
-    remain = [internals[n] for n in remain_names]
-    for n, s in zip(remain_names, remain):
-        if s.get_children() is not None:
+    remain = []
+    for n in remain_names:
+        outer = internals[n]
+        if outer.get_children() is not None:
             raise ValueError(f"foreach's body uses `{n}`, which is not a variable; pass it as data or a state")
+        remain.append(outer)
     params = {
         "subgraph_sym_json": graph.tojson(),
-        "num_args": len(flat_data) + len(flat_states) + len(remain),
+        "num_args": len(inputs) + 1,  # MXNet counts the subgraph
         "num_outputs": len(flat_out) + len(flat_new),
         "num_out_data": len(flat_out),
         "in_data_locs": tuple(loc[v.name] for v in data_vars),

@@ -1104,12 +1104,13 @@ fn foreach_case() -> Case {
     let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
     let attrs = vec![
         ("subgraph_sym_json", leak(oxnet_graph::json::to_json(&body).expect("the body as JSON"))),
-        ("num_args", "3"),
+        ("num_args", "4"),
         ("num_outputs", "2"),
         ("num_out_data", "1"),
         ("in_data_locs", leak(format!("({},)", at("x")))),
         ("in_state_locs", leak(format!("({},)", at("s")))),
         ("remain_locs", leak(format!("({},)", at("w")))),
     ];
+    // the node's inputs: the sequence (3 steps), the state, the weight
     Case { op: "_foreach", attrs, inputs: vec![x(&[3, 2]), x(&[2]), x(&[2])], property: None }
 }
