@@ -53,7 +53,6 @@ def foreach(body, data, init_states, name="foreach"):
     become inputs of the node, and gradients flow to them through every
     step. A body that uses an outer symbol which is not a variable raises
     an error: pass such a value as data or a state."""
-    from .. import ndarray as _nd_pkg  # noqa: F401  (the registry is loaded)
     from ..ndarray.contrib import _regroup
     from .symbol import Group, compose_op, var
 
