@@ -32,6 +32,19 @@ impl RnnMode {
         }
     }
 
+    /// The plain RNN of `activation` (`relu` or `tanh`); `what` names the
+    /// layer or cell in the error.
+    pub(super) fn plain(activation: &str, what: &str) -> Result<RnnMode> {
+        match activation {
+            "relu" => Ok(RnnMode::Relu),
+            "tanh" => Ok(RnnMode::Tanh),
+            other => Err(Error::attr(
+                "activation",
+                format!("{what}: activation must be relu or tanh, got `{other}`"),
+            )),
+        }
+    }
+
     pub(super) fn gates(self) -> usize {
         match self {
             RnnMode::Relu | RnnMode::Tanh => 1,
@@ -116,17 +129,7 @@ impl Rnn {
 
     /// A plain RNN of `hidden` units with `relu` or `tanh` (named `rnn<k>_`).
     pub fn rnn(hidden: usize, activation: &str) -> Result<Rnn> {
-        let mode = match activation {
-            "relu" => RnnMode::Relu,
-            "tanh" => RnnMode::Tanh,
-            other => {
-                return Err(Error::attr(
-                    "activation",
-                    format!("RNN: activation must be relu or tanh, got `{other}`"),
-                ))
-            }
-        };
-        Ok(Rnn::new(mode, hidden, "rnn"))
+        Ok(Rnn::new(RnnMode::plain(activation, "RNN")?, hidden, "rnn"))
     }
 
     /// Stacks `n` layers (1 by default).

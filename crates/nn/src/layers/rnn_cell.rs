@@ -66,6 +66,22 @@ impl Unroll {
     }
 }
 
+/// Why `states` do not have the shapes `want`, if they do not.
+fn states_mismatch(states: &[NDArray], want: &[Vec<usize>]) -> Option<String> {
+    let fits = states.len() == want.len() && states.iter().zip(want).all(|(s, w)| s.shape() == w.as_slice());
+    let got: Vec<&[usize]> = states.iter().map(NDArray::shape).collect();
+    (!fits).then(|| format!("the states have shapes {got:?}, expected {want:?}"))
+}
+
+/// A cell's `Block::forward`: `[x, states...]` to `[output, next states...]`.
+fn forward_step(cell: &dyn RecurrentCell, inputs: &[NDArray]) -> Result<Vec<NDArray>> {
+    let Some((x, states)) = inputs.split_first() else {
+        return Err(Error::Invalid(format!("cell `{}` needs the data and its states", cell.name())));
+    };
+    let (out, next) = cell.step(x, states)?;
+    Ok(std::iter::once(out).chain(next).collect())
+}
+
 /// One step of a recurrence, and its unrolling over a sequence.
 pub trait RecurrentCell: Block {
     /// The shape of each state for a batch of `batch`.
@@ -96,10 +112,8 @@ pub trait RecurrentCell: Block {
             Some(s) => s,
             None => self.begin_state(batch, inputs.dtype())?,
         };
-        let want = self.state_shapes(batch);
-        if states.len() != want.len() || states.iter().zip(&want).any(|(s, w)| s.shape() != w.as_slice()) {
-            let got: Vec<&[usize]> = states.iter().map(NDArray::shape).collect();
-            return Err(fail(format!("the begin states have shapes {got:?}, expected {want:?}")));
+        if let Some(msg) = states_mismatch(&states, &self.state_shapes(batch)) {
+            return Err(fail(format!("begin_state: {msg}")));
         }
         let xs = invoke(
             "split",
@@ -181,17 +195,7 @@ impl RnnCell {
 
     /// A plain RNN cell of `hidden` units with `relu` or `tanh` (named `rnn<k>_`).
     pub fn rnn(hidden: usize, activation: &str) -> Result<RnnCell> {
-        let mode = match activation {
-            "relu" => RnnMode::Relu,
-            "tanh" => RnnMode::Tanh,
-            other => {
-                return Err(Error::attr(
-                    "activation",
-                    format!("RNNCell: activation must be relu or tanh, got `{other}`"),
-                ))
-            }
-        };
-        Ok(RnnCell::new(mode, hidden, "rnn"))
+        Ok(RnnCell::new(RnnMode::plain(activation, "RNNCell")?, hidden, "rnn"))
     }
 
     /// Declares the input size (no inference needed).
@@ -238,13 +242,10 @@ impl RnnCell {
     }
 
     fn step_impl(&self, x: &NDArray, states: &[NDArray]) -> Result<(NDArray, Vec<NDArray>)> {
-        let want = self.state_shapes(x.shape().first().copied().unwrap_or(0));
-        if states.len() != want.len() || states.iter().zip(&want).any(|(s, w)| s.shape() != w.as_slice()) {
-            let got: Vec<&[usize]> = states.iter().map(NDArray::shape).collect();
-            return Err(Error::Shape(format!(
-                "the states have shapes {got:?}, expected {want:?} for data {:?}",
-                x.shape()
-            )));
+        if let Some(msg) =
+            states_mismatch(states, &self.state_shapes(x.shape().first().copied().unwrap_or(0)))
+        {
+            return Err(Error::Shape(format!("{msg} for data {:?}", x.shape())));
         }
         let name = self.name().to_string();
         let i2h = self.fc.call_weighted(x, self.param(0), Some(self.param(2)), &name)?;
@@ -308,11 +309,7 @@ impl Block for RnnCell {
 
     /// `[x, states...]` to `[output, next states...]`.
     fn forward(&self, inputs: &[NDArray]) -> Result<Vec<NDArray>> {
-        let Some((x, states)) = inputs.split_first() else {
-            return Err(Error::Invalid(format!("cell `{}` needs the data and its states", self.name())));
-        };
-        let (out, next) = self.step(x, states)?;
-        Ok(std::iter::once(out).chain(next).collect())
+        forward_step(self, inputs)
     }
 }
 
@@ -344,11 +341,11 @@ impl RecurrentCell for SequentialRnnCell {
 
     fn step(&self, x: &NDArray, states: &[NDArray]) -> Result<(NDArray, Vec<NDArray>)> {
         let batch = x.shape().first().copied().unwrap_or(0);
-        if states.len() != self.state_shapes(batch).len() {
+        let n_states = self.state_shapes(batch).len();
+        if states.len() != n_states {
             return Err(Error::Invalid(format!(
-                "cell `{}` takes {} states, got {}",
+                "cell `{}` takes {n_states} states, got {}",
                 self.name(),
-                self.state_shapes(batch).len(),
                 states.len()
             )));
         }
@@ -375,10 +372,6 @@ impl Block for SequentialRnnCell {
 
     /// `[x, states...]` to `[output, next states...]`.
     fn forward(&self, inputs: &[NDArray]) -> Result<Vec<NDArray>> {
-        let Some((x, states)) = inputs.split_first() else {
-            return Err(Error::Invalid(format!("cell `{}` needs the data and its states", self.name())));
-        };
-        let (out, next) = self.step(x, states)?;
-        Ok(std::iter::once(out).chain(next).collect())
+        forward_step(self, inputs)
     }
 }
