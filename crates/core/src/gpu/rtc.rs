@@ -17,6 +17,7 @@ use std::sync::Mutex;
 pub const CHECK_ARCH: &str = "compute_80";
 
 /// A compiled CUDA source and its kernels.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub struct CudaModule {
     source: String,
     options: Vec<String>,
@@ -56,6 +57,7 @@ impl CudaModule {
         })
     }
 
+    #[cfg(feature = "cuda")]
     /// The symbol of kernel `name`: the lowered name of an export, else `name` itself
     /// (an `extern "C"` kernel).
     fn symbol(&self, lowered: &[String], name: &str) -> String {
@@ -84,11 +86,21 @@ impl CudaModule {
                 "kernel `{name}`: grid {grid:?} and block {block:?} need every dimension at least 1"
             )));
         }
-        let function = self.function(ordinal, name)?;
-        launch(ordinal, function, grid, block, shared_mem, args)
-            .map_err(|e| Error::Device(format!("kernel `{name}`: {e}")))
+        // without the `cuda` feature `new` always errs: no module gets here
+        #[cfg(feature = "cuda")]
+        {
+            let function = self.function(ordinal, name)?;
+            super::driver::launch_function(ordinal, function, grid, block, shared_mem, args)
+                .map_err(|e| Error::Device(format!("kernel `{name}`: {e}")))
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            let _ = (ordinal, shared_mem, args);
+            Err(super::unsupported("launching CUDA kernels"))
+        }
     }
 
+    #[cfg(feature = "cuda")]
     fn function(&self, ordinal: usize, name: &str) -> Result<usize> {
         let key = (ordinal, name.to_string());
         if let Some(f) = self.kernels.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
@@ -98,13 +110,17 @@ impl CudaModule {
             let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
             let (module, lowered) = match loaded.entry(ordinal) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(load(ordinal, &self.source, &self.options, &self.exports)?)
-                }
+                std::collections::hash_map::Entry::Vacant(e) => e.insert(super::driver::load_module(
+                    ordinal,
+                    &self.source,
+                    "CudaModule",
+                    &self.options,
+                    &self.exports,
+                )?),
             };
             (*module, self.symbol(lowered, name))
         };
-        let f = find(ordinal, module, &symbol).map_err(|e| {
+        let f = super::driver::module_function(ordinal, module, &symbol).map_err(|e| {
             Error::Invalid(format!(
                 "the module has no kernel `{name}` ({e}); declare it extern \"C\" or list it in `exports`"
             ))
@@ -114,56 +130,17 @@ impl CudaModule {
     }
 }
 
-#[cfg(feature = "cuda")]
+/// Compiles the source to PTX for [`CHECK_ARCH`], for its errors.
 fn check(source: &str, options: &[String], exports: &[String]) -> Result<()> {
-    super::driver::compile_with(source, "CudaModule", CHECK_ARCH, options, exports).map(|_| ())
-}
-
-#[cfg(feature = "cuda")]
-fn load(
-    ordinal: usize,
-    source: &str,
-    options: &[String],
-    exports: &[String],
-) -> Result<(usize, Vec<String>)> {
-    super::driver::load_module(ordinal, source, "CudaModule", options, exports)
-}
-
-#[cfg(feature = "cuda")]
-fn find(ordinal: usize, module: usize, symbol: &str) -> Result<usize> {
-    super::driver::module_function(ordinal, module, symbol)
-}
-
-#[cfg(feature = "cuda")]
-fn launch(
-    ordinal: usize,
-    function: usize,
-    grid: [u32; 3],
-    block: [u32; 3],
-    shared_mem: u32,
-    args: &mut KernelArgs,
-) -> Result<()> {
-    super::driver::launch_function(ordinal, function, grid, block, shared_mem, args)
-}
-
-#[cfg(not(feature = "cuda"))]
-fn check(_: &str, _: &[String], _: &[String]) -> Result<()> {
-    Err(super::unsupported("compiling CUDA source (mx.rtc)"))
-}
-
-#[cfg(not(feature = "cuda"))]
-fn load(_: usize, _: &str, _: &[String], _: &[String]) -> Result<(usize, Vec<String>)> {
-    Err(super::unsupported("loading CUDA modules"))
-}
-
-#[cfg(not(feature = "cuda"))]
-fn find(_: usize, _: usize, _: &str) -> Result<usize> {
-    Err(super::unsupported("finding CUDA kernels"))
-}
-
-#[cfg(not(feature = "cuda"))]
-fn launch(_: usize, _: usize, _: [u32; 3], _: [u32; 3], _: u32, _: &mut KernelArgs) -> Result<()> {
-    Err(super::unsupported("launching CUDA kernels"))
+    #[cfg(feature = "cuda")]
+    {
+        super::driver::compile_with(source, "CudaModule", CHECK_ARCH, options, exports).map(|_| ())
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = (source, options, exports);
+        Err(super::unsupported("compiling CUDA source (mx.rtc)"))
+    }
 }
 
 #[cfg(all(test, feature = "cuda"))]
