@@ -148,19 +148,20 @@ def _describe(value, limit=120):
     return f"{text} of type {type(value).__name__}"
 
 
-def _flatten(nested, what):
-    """The NDArrays of ``nested`` (an NDArray or a nested list/tuple of
-    NDArrays) in order, and its format: 0 for a lone NDArray, else the list
-    of its items' formats."""
-    from .ndarray import NDArray
-    if isinstance(nested, NDArray):
+def _flatten(nested, what, leaf=None):
+    """The leaves of ``nested`` (a leaf or a nested list/tuple of leaves) in
+    order, and its format: 0 for a lone leaf, else the list of its items'
+    formats. Leaves are NDArrays unless ``leaf`` names another class."""
+    if leaf is None:
+        from .ndarray import NDArray as leaf
+    if isinstance(nested, leaf):
         return [nested], 0
     if not isinstance(nested, (list, tuple)):
-        raise _ControlFlowAssertion(f"{what} must be an NDArray or a (nested) list of NDArrays, "
-                                    f"but got {_describe(nested)}")
+        raise _ControlFlowAssertion(f"{what} must be an {leaf.__name__} or a (nested) list of "
+                                    f"{leaf.__name__}s, but got {_describe(nested)}")
     flat, fmt = [], []
     for item in nested:
-        leaves, item_fmt = _flatten(item, what)
+        leaves, item_fmt = _flatten(item, what, leaf)
         flat.extend(leaves)
         fmt.append(item_fmt)
     return flat, fmt

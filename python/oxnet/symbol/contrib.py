@@ -25,19 +25,13 @@ def rand_zipfian(true_classes, num_sampled, range_max):
 def _flatten_symbols(nested, what):
     """The single-output Symbols of ``nested`` (a Symbol or a nested
     list/tuple of them) in order, and its format (as the NDArray form's)."""
+    from ..ndarray.contrib import _flatten
     from .symbol import Symbol
-    if isinstance(nested, Symbol):
-        if len(nested.list_outputs()) != 1:
-            raise ValueError(f"{what}: a grouped symbol of {len(nested.list_outputs())} outputs; "
+    flat, fmt = _flatten(nested, what, Symbol)
+    for s in flat:
+        if len(s.list_outputs()) != 1:
+            raise ValueError(f"{what}: a grouped symbol of {len(s.list_outputs())} outputs; "
                              "pass a list of single-output symbols")
-        return [nested], 0
-    if not isinstance(nested, (list, tuple)):
-        raise ValueError(f"{what} must be a Symbol or a (nested) list of Symbols, got {type(nested).__name__}")
-    flat, fmt = [], []
-    for item in nested:
-        leaves, item_fmt = _flatten_symbols(item, what)
-        flat.extend(leaves)
-        fmt.append(item_fmt)
     return flat, fmt
 
 
