@@ -67,6 +67,20 @@ template <typename C> __device__ __forceinline__ C ox_gauss(uint4 r) {
 }
 "#;
 
+/// CUDA C++ of Dropout's per-element factor (both Dropout kernels use it):
+/// `1/keep` where element `i` is kept, 0 where it is dropped, NaN
+/// everywhere for `keep` 0 (as MXNet).
+const DROPOUT_MASK: &str = r#"
+template <typename C> __device__ __forceinline__ C ox_keep_scale(C keep) {
+    return keep > (C)0 ? (C)1 / keep : (C)__longlong_as_double(0x7ff8000000000000ULL);
+}
+template <typename C> __device__ __forceinline__ C ox_mask(unsigned long long seed, long long i, C keep, C scale) {
+    if (!(keep > (C)0)) return scale;
+    const uint4 r = ox_draw(seed, i);
+    return ox_u01((C)0, r.x, r.y) < keep ? scale : (C)0;
+}
+"#;
+
 /// The float dtypes with random kernels.
 const FLOATS: [DType; 2] = [DType::F32, DType::F64];
 
@@ -129,17 +143,14 @@ fn mask_name(dtype: DType) -> String {
 /// and every element 1 when the layer is inactive.
 fn mask_kernel(dtype: DType) -> Result<(String, String)> {
     let name = mask_name(dtype);
+    let head = head(dtype)? + DROPOUT_MASK;
     let source = format!(
         "{head}extern \"C\" __global__ void {name}(long long n, unsigned long long seed, double keep_, int active, T* __restrict__ m) {{\n\
-           const C keep = (C)keep_;\n\
-           const C scale = keep > (C)0 ? (C)1 / keep : (C)__longlong_as_double(0x7ff8000000000000ULL);\n\
+           const C keep = (C)keep_, scale = ox_keep_scale(keep);\n\
            for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {{\n\
-             if (!active) {{ m[i] = (T)1; continue; }}\n\
-             const uint4 r = ox_draw(seed, i);\n\
-             m[i] = ox_to(keep > (C)0 ? (ox_u01((C)0, r.x, r.y) < keep ? scale : (C)0) : scale);\n\
+             m[i] = active ? ox_to(ox_mask(seed, i, keep, scale)) : (T)1;\n\
            }}\n\
          }}\n",
-        head = head(dtype)?,
     );
     Ok((name, source))
 }
@@ -153,20 +164,18 @@ fn fused_name(dtype: DType) -> String {
 /// `y = x * mask` (`add`: `y += x * mask`).
 fn fused_kernel(dtype: DType) -> Result<(String, String)> {
     let name = fused_name(dtype);
+    let head = head(dtype)? + DROPOUT_MASK;
     let source = format!(
         "{head}extern \"C\" __global__ void {name}(long long n, unsigned long long seed, double keep_, int active, \
          const T* __restrict__ x, T* __restrict__ y, T* __restrict__ m, int add) {{\n\
-           const C keep = (C)keep_;\n\
-           const C scale = keep > (C)0 ? (C)1 / keep : (C)__longlong_as_double(0x7ff8000000000000ULL);\n\
+           const C keep = (C)keep_, scale = ox_keep_scale(keep);\n\
            for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {{\n\
-             C mv = (C)1;\n\
-             if (active) {{ const uint4 r = ox_draw(seed, i); mv = keep > (C)0 ? (ox_u01((C)0, r.x, r.y) < keep ? scale : (C)0) : scale; }}\n\
+             const C mv = active ? ox_mask(seed, i, keep, scale) : (C)1;\n\
              m[i] = ox_to(mv);\n\
              const C v = (C)x[i] * mv;\n\
              y[i] = add ? ox_to((C)y[i] + v) : ox_to(v);\n\
            }}\n\
          }}\n",
-        head = head(dtype)?,
     );
     Ok((name, source))
 }
