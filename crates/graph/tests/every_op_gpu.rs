@@ -48,7 +48,7 @@ fn host(a: &NDArray) -> Result<Vec<f64>> {
 /// A recorded call of the case on `device` and `backward` with `head_grads`.
 fn imperative(case: &Case, device: Device, head_grads: &[Vec<f64>]) -> Result<Run> {
     let params = attrs_of(case);
-    let n_args = n_args(case)?;
+    let (_, n_args, visible) = graph_of(case)?;
     let inputs: Vec<NDArray> =
         case.inputs.iter().map(|i| i.array().to_device(device)).collect::<Result<_>>()?;
     let diff: Vec<usize> = (0..n_args).filter(|&i| case.inputs[i].grad).collect();
@@ -63,7 +63,7 @@ fn imperative(case: &Case, device: Device, head_grads: &[Vec<f64>]) -> Result<Ru
         let _r = autograd::record();
         oxnet_core::invoke(case.op, &refs, &attrs)?
     };
-    let outs = &outs[..visible(case)?.min(outs.len())];
+    let outs = &outs[..visible.min(outs.len())];
     for o in outs {
         if o.device() != device {
             return Err(oxnet_core::Error::Device(format!(
@@ -90,10 +90,7 @@ fn imperative(case: &Case, device: Device, head_grads: &[Vec<f64>]) -> Result<Ru
 
 /// The same through an executor bound on `device` (grad_req write).
 fn executor(case: &Case, device: Device, head_grads: &[Vec<f64>]) -> Result<Run> {
-    let params = attrs_of(case);
-    let n_args = n_args(case)?;
-    let vars: Vec<Symbol> = (0..case.inputs.len()).map(|i| Symbol::var(&format!("x{i}"))).collect();
-    let sym = Symbol::compose_op(case.op, &vars, &[], params, Some("node"), BTreeMap::new())?;
+    let (sym, n_args, _) = graph_of(case)?;
     let arrays: Vec<NDArray> =
         case.inputs.iter().map(|i| i.array().to_device(device)).collect::<Result<_>>()?;
     let (args, aux) = arrays.split_at(n_args);
@@ -127,17 +124,15 @@ fn executor(case: &Case, device: Device, head_grads: &[Vec<f64>]) -> Result<Run>
     Ok(Run { outputs, grads })
 }
 
-fn n_args(case: &Case) -> Result<usize> {
+/// The case as a one-node graph, with the operator's argument count and
+/// its visible outputs.
+fn graph_of(case: &Case) -> Result<(Symbol, usize, usize)> {
     let vars: Vec<Symbol> = (0..case.inputs.len()).map(|i| Symbol::var(&format!("x{i}"))).collect();
     let sym = Symbol::compose_op(case.op, &vars, &[], attrs_of(case), Some("node"), BTreeMap::new())?;
     let call = sym.entries()[0].node.op.clone().expect("an operator node");
-    Ok(call.arity()?.0)
-}
-
-fn visible(case: &Case) -> Result<usize> {
-    let vars: Vec<Symbol> = (0..case.inputs.len()).map(|i| Symbol::var(&format!("x{i}"))).collect();
-    let sym = Symbol::compose_op(case.op, &vars, &[], attrs_of(case), Some("node"), BTreeMap::new())?;
-    Ok(sym.num_outputs())
+    let n_args = call.arity()?.0;
+    let visible = sym.num_outputs();
+    Ok((sym, n_args, visible))
 }
 
 /// GPU and CPU agree to `rtol` (float64 maths libraries differ in the last bits).
@@ -187,7 +182,7 @@ fn compare(what: &str, gpu: &Run, cpu: &Run, rtol: f64, random: bool) -> Outcome
 
 fn run_case(case: &Case) -> Outcome {
     let e = |what: &'static str| move |err: oxnet_core::Error| format!("{what}: {err}");
-    let n_out = visible(case).map_err(e("compose"))?;
+    let n_out = graph_of(case).map_err(e("compose"))?.2;
     let head_grads: Vec<Vec<f64>> = {
         let probe = imperative(case, Device::Cpu, &[]).map_err(e("CPU forward"))?;
         probe.outputs.iter().take(n_out).map(|o| distinct(o.2.len(), 0.5, 1.5, next_salt())).collect()
