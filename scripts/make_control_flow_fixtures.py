@@ -193,6 +193,44 @@ def foreach_model_case(rng):
     return {"x": x.tolist(), "h": h.tolist(), "out": out.asnumpy().tolist(), "last": last.asnumpy().tolist()}
 
 
+def branch_loop_model_case(rng):
+    """A hybridized block with a while_loop and a cond whose bodies read an
+    earlier layer's output, exported by MXNet (branch_loop_model-symbol.json,
+    branch_loop_model-0000.params) with its inputs and outputs. The loop
+    stops after 3 of at most 5 steps; MXNet leaves the padding rows
+    uninitialised, so only the first 3 rows are stored."""
+    from mxnet import gluon
+
+    class BranchLoop(gluon.HybridBlock):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            with self.name_scope():
+                self.dense = gluon.nn.Dense(3, in_units=4)
+                self.w = self.params.get("w", shape=(3,))
+
+        def hybrid_forward(self, F, x, i, s, w):
+            y = self.dense(x)
+
+            def step(i, s):
+                new = F.tanh(F.broadcast_mul(s, w) + y)
+                return new * 2, [i + 1, new]
+            outs, (i, s) = F.contrib.while_loop(lambda i, s: i < 3, step, [i, s], max_iterations=5)
+            picked = F.contrib.cond(s.sum() > 0, lambda: s * 2 + y, lambda: s - y)
+            return outs, s, picked
+
+    net = BranchLoop(prefix="bl_")
+    net.initialize()
+    net.dense.weight.set_data(mx.nd.array(values(rng, (3, 4))))
+    net.dense.bias.set_data(mx.nd.array(values(rng, (3,))))
+    net.w.set_data(mx.nd.array(values(rng, (3,))))
+    net.hybridize()
+    x, s = values(rng, (2, 4)), values(rng, (2, 3))
+    outs, last, picked = net(mx.nd.array(x), mx.nd.array([0.0]), mx.nd.array(s))
+    net.export(str(OUT / "branch_loop_model"))
+    return {"x": x.tolist(), "s": s.tolist(), "outs": outs.asnumpy()[:3].tolist(),
+            "last": last.asnumpy().tolist(), "picked": picked.asnumpy().tolist()}
+
+
 def main():
     rng = np.random.default_rng(20240611)
     fixtures = {
@@ -206,6 +244,7 @@ def main():
     }
     OUT.mkdir(parents=True, exist_ok=True)
     fixtures["foreach_model"] = foreach_model_case(rng)
+    fixtures["branch_loop_model"] = branch_loop_model_case(rng)
     with open(OUT / "values.json", "w") as f:
         json.dump(fixtures, f)
     print("wrote", OUT / "values.json")

@@ -10,6 +10,8 @@ The keys MXNet keeps hidden (``ctx_group``, ``lr_mult``, ``wd_mult``,
 ``__key__``, as MXNet stores them, and read back under either name.
 """
 
+from collections import defaultdict
+
 from .base import ScopedClassMeta, ThreadScope
 
 __all__ = ["AttrScope", "HIDDEN_KEYS", "stored_key"]
@@ -24,6 +26,10 @@ def stored_key(key):
 
 class AttrScope(metaclass=ScopedClassMeta):
     """Attributes for the symbols created in its ``with`` block; scopes nest."""
+
+    # how many bodies of each name control flow has built (MXNet's counter,
+    # which numbers them: ``cond_then0``, ``cond_then1``, ...)
+    _subgraph_names = defaultdict(int)
 
     def __init__(self, **kwargs):
         for key, value in kwargs.items():

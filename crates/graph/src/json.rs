@@ -2,9 +2,10 @@
 //! `nodes` (each with `op`, `name`, `attrs`, `inputs`), `arg_nodes`,
 //! `node_row_ptr`, `heads` and `attrs.mxnet_version`. The legacy per-node
 //! keys `param` (operator attributes) and `attr` (user attributes) of older
-//! files are read too. A loop node (`_foreach`) keeps its body in MXNet's
-//! per-node `subgraphs` list, which oxnet holds as the node's
-//! `subgraph_sym_json` attribute. Malformed input is an error naming the
+//! files are read too. Control-flow nodes (`_foreach`, `_while_loop`,
+//! `_cond`) keep their bodies in MXNet's per-node `subgraphs` list, which
+//! oxnet holds as the node's attributes (`subgraph_sym_json`, ...; see
+//! `control_flow::subgraph_attrs`). Malformed input is an error naming the
 //! node or key, never a panic.
 
 use crate::indexed::IndexedGraph;
@@ -40,12 +41,18 @@ pub fn to_json_with(sym: &Symbol, np_shape: bool) -> Result<String> {
         let _ = writeln!(out, "      \"op\": {}, ", quote(node.op_name()));
         let _ = write!(out, "      \"name\": {}, ", quote(&node.name));
         let mut attrs = node.all_attrs();
-        // a loop's body goes into MXNet's `subgraphs` field, not an attribute
-        let body = if SUBGRAPH_FIELD_OPS.contains(&node.op_name()) {
-            attrs.remove(crate::partition::SUBGRAPH_ATTR)
-        } else {
-            None
-        };
+        // control flow's bodies go into MXNet's `subgraphs` field, not attributes
+        // (compact, as they read back, so a graph's JSON survives a round trip unchanged)
+        let bodies: Vec<String> = crate::control_flow::subgraph_attrs(node.op_name())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|k| attrs.remove(*k).map(|text| (k, text)))
+            .map(|(k, text)| {
+                serde_json::from_str::<Value>(&text)
+                    .map(|v| v.to_string())
+                    .map_err(|e| bad(format!("node `{}`: its `{k}` is not JSON: {e}", node.name)))
+            })
+            .collect::<Result<_>>()?;
         if !attrs.is_empty() {
             out.push_str("\n      \"attrs\": {");
             let items: Vec<String> =
@@ -55,8 +62,8 @@ pub fn to_json_with(sym: &Symbol, np_shape: bool) -> Result<String> {
         }
         let inputs: Vec<String> = g.inputs[i].iter().map(|(m, k)| format!("[{m}, {k}, 0]")).collect();
         let _ = write!(out, "\n      \"inputs\": [{}]", inputs.join(", "));
-        if let Some(body) = body {
-            let _ = write!(out, ", \n      \"subgraphs\": [{body}]");
+        if !bodies.is_empty() {
+            let _ = write!(out, ", \n      \"subgraphs\": [{}]", bodies.join(", "));
         }
         out.push_str("\n    }");
         out.push_str(if i + 1 < g.nodes.len() { ", \n" } else { "\n" });
@@ -71,20 +78,33 @@ pub fn to_json_with(sym: &Symbol, np_shape: bool) -> Result<String> {
     Ok(out)
 }
 
-/// Operators whose subgraph MXNet writes into the node's `subgraphs` list.
-const SUBGRAPH_FIELD_OPS: &[&str] = &["_foreach"];
+/// The attributes that hold the graphs of a node's `subgraphs` list, in
+/// order: a control-flow operator's bodies, or the one subgraph of a
+/// partitioned node.
+fn subgraph_attrs(op: &str) -> &'static [&'static str] {
+    crate::control_flow::subgraph_attrs(op).unwrap_or(&[crate::partition::SUBGRAPH_ATTR])
+}
 
-/// The JSON text of the one graph in a node's `subgraphs` list, marked with
-/// MXNet's version (MXNet leaves it out of subgraphs).
-fn subgraph_text(list: &Value, what: &str) -> Result<String> {
+/// The JSON texts of the graphs in a node's `subgraphs` list, each marked
+/// with MXNet's version (MXNet leaves it out of subgraphs), with the
+/// attribute each goes into.
+fn subgraph_texts(list: &Value, op: &str, what: &str) -> Result<Vec<(&'static str, String)>> {
     let graphs = list.as_array().ok_or_else(|| bad(format!("{what} `subgraphs` is not a list")))?;
-    let [graph] = graphs.as_slice() else {
-        return Err(bad(format!("{what} has {} subgraphs; oxnet reads nodes with one", graphs.len())));
-    };
-    let mut graph =
-        graph.as_object().ok_or_else(|| bad(format!("{what}'s subgraph is not an object")))?.clone();
-    graph.entry("attrs").or_insert_with(|| serde_json::json!({"mxnet_version": ["int", MXNET_VERSION]}));
-    Ok(Value::Object(graph).to_string())
+    let keys = subgraph_attrs(op);
+    if graphs.len() != keys.len() {
+        return Err(bad(format!("{what} has {} subgraphs; `{op}` takes {}", graphs.len(), keys.len())));
+    }
+    keys.iter()
+        .zip(graphs)
+        .map(|(key, graph)| {
+            let mut graph =
+                graph.as_object().ok_or_else(|| bad(format!("{what}'s subgraph is not an object")))?.clone();
+            graph
+                .entry("attrs")
+                .or_insert_with(|| serde_json::json!({"mxnet_version": ["int", MXNET_VERSION]}));
+            Ok((*key, Value::Object(graph).to_string()))
+        })
+        .collect()
 }
 
 fn bad(msg: impl std::fmt::Display) -> Error {
@@ -191,8 +211,10 @@ pub fn from_json(text: &str) -> Result<Symbol> {
             .ok_or_else(|| bad(format!("node {i} (`{name}`) has no `op` string")))?;
         let what = format!("node {i} (`{name}`)");
         let mut attrs = string_map(obj.get("attrs"), &format!("{what} attrs"))?;
-        if let Some(body) = obj.get("subgraphs") {
-            attrs.insert(crate::partition::SUBGRAPH_ATTR.to_string(), subgraph_text(body, &what)?);
+        if let Some(bodies) = obj.get("subgraphs") {
+            for (key, text) in subgraph_texts(bodies, op_name, &what)? {
+                attrs.insert(key.to_string(), text);
+            }
         }
         // Legacy files: operator attributes under `param`, user ones under `attr`.
         let legacy_params = string_map(obj.get("param"), &format!("{what} param"))?;

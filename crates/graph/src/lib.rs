@@ -28,6 +28,7 @@
 pub mod cached;
 pub mod control_flow;
 pub mod cse;
+pub mod cut;
 pub mod default_subgraph;
 pub mod dot;
 pub mod executor;

@@ -420,13 +420,12 @@ pub(crate) fn subgraph_of(json: &str) -> Result<Arc<Subgraph>> {
     if json.is_empty() {
         return Err(Error::attr(SUBGRAPH_ATTR, "a subgraph operator needs its subgraph in this attribute"));
     }
-    let json = json.to_string();
-    let mut guard = SUBGRAPHS.lock().unwrap_or_else(|e| e.into_inner());
-    let map = guard.get_or_insert_with(HashMap::new);
-    if let Some(s) = map.get(&json) {
+    let cache = || SUBGRAPHS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = cache().as_ref().and_then(|map| map.get(json)) {
         return Ok(s.clone());
     }
-    let symbol = from_json(&json).map_err(|e| Error::attr(SUBGRAPH_ATTR, e))?;
+    // parsed without the lock: a subgraph's nodes may hold subgraphs of their own
+    let symbol = from_json(json).map_err(|e| Error::attr(SUBGRAPH_ATTR, e))?;
     let graph = symbol.indexed()?;
     let cached = CachedGraph::new(&symbol)?;
     let inputs = graph.variables();
@@ -444,10 +443,12 @@ pub(crate) fn subgraph_of(json: &str) -> Result<Arc<Subgraph>> {
         })
         .collect::<Result<Vec<_>>>()?;
     let sub = Arc::new(Subgraph { graph, cached, symbol, aux_positions, call_order });
+    let mut guard = cache();
+    let map = guard.get_or_insert_with(HashMap::new);
     if map.len() > 256 {
         map.clear();
     }
-    map.insert(json, sub.clone());
+    map.insert(json.to_string(), sub.clone());
     Ok(sub)
 }
 

@@ -80,6 +80,7 @@ fn _oxnet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(symbol::recorded_symbol, m)?)?;
     m.add_function(wrap_pyfunction!(symbol::sym_compose_op, m)?)?;
     m.add_function(wrap_pyfunction!(symbol::sym_from_json, m)?)?;
+    m.add_function(wrap_pyfunction!(symbol::sym_cut_scope, m)?)?;
     m.add_function(wrap_pyfunction!(symbol::executor_bind, m)?)?;
     m.add_function(wrap_pyfunction!(symbol::executor_simple_bind, m)?)?;
     m.add_class::<symbol::CachedOpHandle>()?;

@@ -200,6 +200,15 @@ pub fn sym_compose_op(
     Symbol::compose_op(op_name, &positional, &named, params, name.as_deref(), attrs).map(wrap).py()
 }
 
+/// Cuts the nodes created in attribute scope `scope` (`__subgraph_name__`)
+/// out of `sym`: the body, and for each of its inputs the value feeding it
+/// (see `oxnet_graph::cut`).
+#[pyfunction]
+pub fn sym_cut_scope(sym: &SymbolHandle, scope: &str) -> PyResult<(SymbolHandle, Vec<SymbolHandle>)> {
+    let cut = oxnet_graph::cut::cut_scope(&sym.inner, scope).py()?;
+    Ok((wrap(cut.body), cut.feeds.into_iter().map(wrap).collect()))
+}
+
 /// Reads a symbol from NNVM JSON text.
 #[pyfunction]
 pub fn sym_from_json(text: &str) -> PyResult<SymbolHandle> {

@@ -557,10 +557,8 @@ def _arrays_in_order(given, names, what, allow_missing=False):
     from ..ndarray import NDArray
 
     if isinstance(given, dict):
-        # a name mapped to None stands for no array (MXNet skips it)
-        extra = [k for k, v in given.items() if k not in names and v is not None]
-        if extra:
-            raise MXNetError(f"bind: {what} names {', '.join(map(repr, extra))}, which the symbol lacks ({', '.join(names)})")
+        # as MXNet: names the symbol lacks are ignored (a dict may hold the
+        # arrays of a larger model), and a name mapped to None is no array
         out = []
         for n in names:
             if n not in given or given[n] is None:

@@ -2,6 +2,9 @@
 //! operator behind the `Custom` case.
 
 use super::{Outcome, CUSTOM_OP_TYPE};
+
+#[path = "control_flow.rs"]
+mod control_flow;
 use oxnet_core::custom::{self, CustomOp, CustomOpProp};
 use oxnet_core::{DType, Device, NDArray, Req, Result, Shape};
 use std::sync::{Arc, Once};
@@ -890,7 +893,7 @@ pub fn cases() -> Vec<Case> {
         &[("shape", "(4,)"), ("get_prob", "True"), ("dtype", "float64")],
         vec![vals(&[0.2, 0.3, 0.5, 0.1, 0.6, 0.3], &[2, 3])],
     ));
-    t.push(foreach_case());
+    t.extend(control_flow::cases());
     // --- densities of samples, differentiable in the parameters (and in
     // continuous samples)
     let counts = || idx(&[0.0, 1.0, 2.0, 3.0, 1.0, 4.0], &[2, 3]);
@@ -1086,31 +1089,4 @@ impl CustomOpProp for MulAddProp {
 pub fn setup() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| custom::register(CUSTOM_OP_TYPE, |_| Ok(Arc::new(MulAddProp))));
-}
-
-/// `_foreach` over 3 steps of a body `(x_t, s; w) -> (tanh(x_t * w + s), [x_t * w + s])`:
-/// its subgraph built with the Symbol API, its positions from the body's inputs.
-fn foreach_case() -> Case {
-    use oxnet_graph::Symbol;
-    use std::collections::BTreeMap;
-    let op = |name: &str, inputs: &[Symbol]| {
-        Symbol::compose_op(name, inputs, &[], vec![], None, BTreeMap::new()).expect("a body operator")
-    };
-    let (xs, s, w) = (Symbol::var("x"), Symbol::var("s"), Symbol::var("w"));
-    let next = op("elemwise_add", &[op("elemwise_mul", &[xs, w]), s]);
-    let body = Symbol::group(&[op("tanh", &[next.clone()]), next]);
-    let names = body.list_inputs().expect("the body's inputs");
-    let at = |n: &str| names.iter().position(|m| m == n).expect("a body input").to_string();
-    let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
-    let attrs = vec![
-        ("subgraph_sym_json", leak(oxnet_graph::json::to_json(&body).expect("the body as JSON"))),
-        ("num_args", "4"),
-        ("num_outputs", "2"),
-        ("num_out_data", "1"),
-        ("in_data_locs", leak(format!("({},)", at("x")))),
-        ("in_state_locs", leak(format!("({},)", at("s")))),
-        ("remain_locs", leak(format!("({},)", at("w")))),
-    ];
-    // the node's inputs: the sequence (3 steps), the state, the weight
-    Case { op: "_foreach", attrs, inputs: vec![x(&[3, 2]), x(&[2]), x(&[2])], property: None }
 }

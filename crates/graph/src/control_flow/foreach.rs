@@ -1,4 +1,4 @@
-//! `_foreach`: a loop inside a graph (MXNet's `mx.sym.contrib.foreach`).
+//! `_foreach`: a loop over sequences inside a graph (MXNet's `mx.sym.contrib.foreach`).
 //!
 //! The node holds its body as a subgraph (attribute `subgraph_sym_json`;
 //! in MXNet's JSON the node's `subgraphs` field) whose outputs are the
@@ -14,16 +14,20 @@
 //! through the steps with the body's own gradient graph, carrying the
 //! states' gradients and summing the free variables'.
 
-use crate::cached::graph_gradient;
-use crate::infer::{infer_dtypes_with_heads, infer_shapes_with_heads, is_complete};
-use crate::partition::{subgraph_of, Subgraph, SUBGRAPH_ATTR};
+use super::{
+    accumulate, body, body_gradient, body_shapes, body_types, count, element, join_into, merge_into,
+    positions, stack, zeros_like,
+};
+use crate::partition::{Subgraph, SUBGRAPH_ATTR};
 use oxnet_core::op::{GradCtx, OpDef};
-use oxnet_core::{autograd, invoke1, registry, AttrKind, AttrSpec, Attrs, Error, NDArray, Result, Shape};
-use std::collections::HashMap;
+use oxnet_core::{autograd, AttrKind, AttrSpec, Attrs, Error, NDArray, Result, Shape};
 use std::sync::Arc;
 
 /// The operator's name.
 pub const FOREACH: &str = "_foreach";
+
+/// One list of arrays per step.
+type StepArrays = Vec<Vec<NDArray>>;
 
 /// The loop's layout, from its attributes.
 struct Loop {
@@ -37,24 +41,16 @@ struct Loop {
     n_out_data: usize,
 }
 
-fn ints(attrs: &Attrs, key: &str) -> Result<Vec<usize>> {
-    attrs
-        .ints(key)?
-        .iter()
-        .map(|&i| {
-            usize::try_from(i).map_err(|_| Error::attr(key, format!("holds the negative position {i}")))
-        })
-        .collect()
-}
-
 fn parse(attrs: &Attrs) -> Result<Loop> {
-    let body = subgraph_of(attrs.str(SUBGRAPH_ATTR)?)?;
-    let (data_locs, state_locs, remain_locs) =
-        (ints(attrs, "in_data_locs")?, ints(attrs, "in_state_locs")?, ints(attrs, "remain_locs")?);
+    let body = body(attrs, SUBGRAPH_ATTR)?;
+    let (data_locs, state_locs, remain_locs) = (
+        positions(attrs, "in_data_locs")?,
+        positions(attrs, "in_state_locs")?,
+        positions(attrs, "remain_locs")?,
+    );
     let n_inputs = body.symbol.list_inputs()?.len();
     let n_outputs = body.symbol.num_outputs();
-    let n_out_data = usize::try_from(attrs.int("num_out_data")?)
-        .map_err(|_| Error::attr("num_out_data", "must not be negative"))?;
+    let n_out_data = count(attrs, "num_out_data")?;
     let mut seen = vec![false; n_inputs];
     for &l in data_locs.iter().chain(&state_locs).chain(&remain_locs) {
         if l >= n_inputs || std::mem::replace(&mut seen[l], true) {
@@ -77,9 +73,6 @@ fn parse(attrs: &Attrs) -> Result<Loop> {
                 state_locs.len()
             ),
         ));
-    }
-    if !body.aux_positions.is_empty() {
-        return Err(Error::attr(SUBGRAPH_ATTR, "a loop body with auxiliary states is not supported"));
     }
     let pos = data_locs.iter().chain(&state_locs).chain(&remain_locs).copied().collect();
     Ok(Loop { body, data_locs, state_locs, remain_locs, pos, n_out_data })
@@ -114,13 +107,8 @@ impl Loop {
         Ok(body.into_iter().map(|b| b.expect("every body input is fed (checked in parse)")).collect())
     }
 
-    fn run_body(&self, step: &[NDArray]) -> Result<Vec<NDArray>> {
-        let refs: Vec<&NDArray> = self.body.call_order.iter().map(|&i| &step[i]).collect();
-        self.body.cached.call(&refs)
-    }
-
     /// Runs every step: each step's body inputs and outputs.
-    fn run(&self, inputs: &[NDArray]) -> Result<(Vec<Vec<NDArray>>, Vec<Vec<NDArray>>)> {
+    fn run(&self, inputs: &[NDArray]) -> Result<(StepArrays, StepArrays)> {
         let steps = inputs[0].shape().first().copied().unwrap_or(0);
         for (i, x) in inputs[..self.n_data()].iter().enumerate() {
             if x.shape().first() != Some(&steps) {
@@ -137,7 +125,7 @@ impl Loop {
         let (mut ins, mut outs) = (Vec::with_capacity(steps), Vec::with_capacity(steps));
         for t in 0..steps {
             let step = self.step_inputs(inputs, t, &states)?;
-            let out = self.run_body(&step)?;
+            let out = super::run(&self.body, &step)?;
             for (j, (new, old)) in out[self.n_out_data..].iter().zip(&states).enumerate() {
                 if new.shape() != old.shape() {
                     return Err(Error::Shape(format!(
@@ -153,23 +141,6 @@ impl Loop {
         }
         Ok((ins, outs))
     }
-}
-
-/// Element `t` of `x` along axis 0, by operators (the loop may run inside
-/// a traced graph, where views made outside operators are refused).
-fn element(x: &NDArray, t: usize) -> Result<NDArray> {
-    let one = invoke1(
-        "slice_axis",
-        &[x],
-        &[("axis", 0i64.into()), ("begin", (t as i64).into()), ("end", (t as i64 + 1).into())],
-    )?;
-    let rest: Vec<i64> = x.shape()[1..].iter().map(|&d| d as i64).collect();
-    invoke1("Reshape", &[&one], &[("shape", oxnet_core::AttrValue::Ints(rest))])
-}
-
-fn stack(xs: &[NDArray]) -> Result<NDArray> {
-    let refs: Vec<&NDArray> = xs.iter().collect();
-    invoke1("stack", &refs, &[("num_args", (refs.len() as i64).into()), ("axis", 0i64.into())])
 }
 
 fn forward(ctx: &oxnet_core::OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> Result<()> {
@@ -195,34 +166,21 @@ fn gradient(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
         let _quiet = autograd::pause();
         l.run(g.inputs)?
     };
-    let n_args = l.body.symbol.list_arguments()?.len();
     let steps = ins.len();
-    let zeros = |x: &NDArray| NDArray::zeros(x.shape(), x.dtype(), x.device());
     let mut d_states: Vec<NDArray> = g.out_grads[l.n_out_data..].to_vec();
     let mut d_remain: Vec<Option<NDArray>> = vec![None; l.remain_locs.len()];
     let mut d_data: Vec<Vec<NDArray>> = vec![Vec::with_capacity(steps); l.data_locs.len()];
-    let needs = vec![true; l.pos.len()];
     for t in (0..steps).rev() {
         let mut heads = Vec::with_capacity(outs[t].len());
         for k in 0..l.n_out_data {
             heads.push(element(&g.out_grads[k], t)?);
         }
         heads.extend(d_states.iter().cloned());
-        let ctx = GradCtx {
-            attrs: g.attrs,
-            inputs: &ins[t],
-            outputs: &outs[t],
-            out_grads: &heads,
-            needs_grad: &needs,
-            state: None,
-            is_train: g.is_train,
-            grad_into: None,
-        };
-        let grads = graph_gradient(&l.body.symbol, n_args, &ctx)?;
+        let grads = body_gradient(&l.body, g, &ins[t], &outs[t], &heads)?;
         let grad_of = |p: usize| -> Result<NDArray> {
             match &grads[p] {
                 Some(gr) => Ok(gr.clone()),
-                None => zeros(&ins[t][p]),
+                None => zeros_like(&ins[t][p]),
             }
         };
         for (d, &p) in d_data.iter_mut().zip(&l.data_locs) {
@@ -230,11 +188,7 @@ fn gradient(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
         }
         d_states = l.state_locs.iter().map(|&p| grad_of(p)).collect::<Result<_>>()?;
         for (acc, &p) in d_remain.iter_mut().zip(&l.remain_locs) {
-            let gr = grad_of(p)?;
-            *acc = Some(match acc.take() {
-                Some(a) => invoke1("elemwise_add", &[&a, &gr], &[])?,
-                None => gr,
-            });
+            accumulate(acc, grad_of(p)?)?;
         }
     }
     let mut result: Vec<Option<NDArray>> = Vec::with_capacity(g.inputs.len());
@@ -248,46 +202,55 @@ fn gradient(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
 }
 
 /// Shapes: the body's inputs from the node's (a sequence gives its
-/// element's shape), the body inferred, the outputs from its heads.
-fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+/// element's shape), the body inferred, the outputs from its heads and the
+/// node's inputs from the body's (a weight's shape found inside the loop).
+fn infer_shape(
+    attrs: &Attrs,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+    partial: bool,
+) -> Result<()> {
     let l = prepared(attrs)?;
-    let names = l.body.symbol.list_inputs()?;
     let steps = ins[..l.n_data()].iter().flatten().find_map(|s| s.first().copied());
-    let mut given = HashMap::new();
+    let with_steps =
+        |s: &Shape| steps.map(|t| std::iter::once(t).chain(s.iter().copied()).collect::<Shape>());
+    let mut given: Vec<Option<Shape>> = vec![None; l.pos.len()];
     for (j, s) in ins.iter().enumerate() {
-        if let Some(s) = s {
-            let body_shape = if j < l.n_data() { s[1..].to_vec() } else { s.to_vec() };
-            given.insert(names[l.pos[j]].clone(), body_shape);
-        }
+        given[l.pos[j]] =
+            s.as_ref().map(|s| if j < l.n_data() { Shape::from_slice(&s[1..]) } else { s.clone() });
     }
-    let heads: Vec<Option<Vec<usize>>> = vec![None; outs.len()];
-    let shapes = infer_shapes_with_heads(&l.body.graph, &given, &heads)?;
-    for (k, &(n, e)) in l.body.graph.heads.iter().enumerate() {
-        let s = &shapes[l.body.graph.entry(n, e)];
-        if !is_complete(s) {
-            continue;
-        }
-        let s = s.as_deref().expect("complete");
-        outs[k] = if k < l.n_out_data {
-            steps.map(|t| std::iter::once(t).chain(s.iter().copied()).collect())
-        } else {
-            Some(Shape::from_slice(s))
-        };
+    let (body_ins, body_outs) = body_shapes(&l.body, &given, partial)?;
+    for (k, s) in body_outs.into_iter().enumerate() {
+        let found = s.and_then(|s| if k < l.n_out_data { with_steps(&s) } else { Some(s) });
+        join_into(&mut outs[k], found, partial, |a, b| {
+            Error::Shape(format!("`{FOREACH}`: output {k} has shape {a:?}, but the body makes it {b:?}"))
+        })?;
     }
+    // the node's inputs: sequences keep their length; the rest from the body
+    let found: Vec<Option<Shape>> = (0..ins.len())
+        .map(|j| {
+            let b = body_ins[l.pos[j]].as_ref()?;
+            if j < l.n_data() {
+                with_steps(b)
+            } else {
+                Some(b.clone())
+            }
+        })
+        .collect();
+    let identity: Vec<usize> = (0..ins.len()).collect();
+    merge_into(FOREACH, "shape", ins, &identity, found, partial)?;
     // a state's shape from its step output, and the other way round
     for j in 0..l.n_states() {
-        let p = l.n_data() + j;
-        match (&ins[p], &outs[l.n_out_data + j]) {
-            (Some(a), Some(b)) if a != b => {
-                return Err(Error::Shape(format!(
-                    "`_foreach`: state {j} has shape {:?} and the body makes it {:?}; a loop's states keep their shapes",
-                    a.as_slice(),
-                    b.as_slice()
-                )))
-            }
-            (None, Some(b)) => ins[p] = Some(b.clone()),
-            _ => {}
-        }
+        let (p, o) = (l.n_data() + j, l.n_out_data + j);
+        let conflict = |a: &Shape, b: &Shape| {
+            Error::Shape(format!(
+                "`{FOREACH}`: state {j} has shape {:?} and the body makes it {:?}; a loop's states keep their shapes",
+                a.as_slice(),
+                b.as_slice()
+            ))
+        };
+        join_into(&mut ins[p], outs[o].clone(), partial, conflict)?;
+        join_into(&mut outs[o], ins[p].clone(), partial, conflict)?;
     }
     Ok(())
 }
@@ -298,18 +261,19 @@ fn infer_type(
     outs: &mut [Option<oxnet_core::DType>],
 ) -> Result<()> {
     let l = prepared(attrs)?;
-    let names = l.body.symbol.list_inputs()?;
-    let given = ins.iter().enumerate().filter_map(|(j, d)| d.map(|d| (names[l.pos[j]].clone(), d))).collect();
-    let types = infer_dtypes_with_heads(&l.body.graph, &given, &vec![None; outs.len()])?;
-    for (k, &(n, e)) in l.body.graph.heads.iter().enumerate() {
-        if let Some(t) = types[l.body.graph.entry(n, e)] {
-            outs[k] = Some(t);
+    let mut given = vec![None; l.pos.len()];
+    for (j, t) in ins.iter().enumerate() {
+        given[l.pos[j]] = *t;
+    }
+    let (body_ins, body_outs) = body_types(&l.body, &given)?;
+    for (slot, t) in outs.iter_mut().zip(body_outs) {
+        if t.is_some() {
+            *slot = t;
         }
     }
-    let vars = l.body.graph.variables();
     for (slot, &p) in ins.iter_mut().zip(&l.pos) {
-        if let Some(t) = types[l.body.graph.entry(vars[p], 0)] {
-            *slot = Some(t);
+        if body_ins[p].is_some() {
+            *slot = body_ins[p];
         }
     }
     Ok(())
@@ -341,14 +305,9 @@ pub fn foreach_op() -> OpDef {
             let l = prepared(a)?;
             Ok([l.pos.len(), 0, l.n_out_data + l.n_states()])
         })
-        .infer_shape(infer_shape)
+        .infer_shape(|a, i, o| infer_shape(a, i, o, false))
+        .infer_shape_partial(|a, i, o| infer_shape(a, i, o, true))
         .infer_type(infer_type)
         .forward(forward)
         .grad_rule(gradient)
 }
-
-fn register() {
-    registry::register(foreach_op());
-}
-
-oxnet_core::register_operators!(register);
