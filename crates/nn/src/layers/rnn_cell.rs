@@ -39,9 +39,9 @@ use std::sync::Arc;
 /// How [`RecurrentCell::unroll`] runs over a sequence.
 #[derive(Clone, Default)]
 pub struct Unroll {
-    begin_state: Option<Vec<NDArray>>,
-    ntc: bool,
-    valid_length: Option<NDArray>,
+    pub(super) begin_state: Option<Vec<NDArray>>,
+    pub(super) ntc: bool,
+    pub(super) valid_length: Option<NDArray>,
 }
 
 impl Unroll {
@@ -67,14 +67,14 @@ impl Unroll {
 }
 
 /// Why `states` do not have the shapes `want`, if they do not.
-fn states_mismatch(states: &[NDArray], want: &[Vec<usize>]) -> Option<String> {
+pub(super) fn states_mismatch(states: &[NDArray], want: &[Vec<usize>]) -> Option<String> {
     let fits = states.len() == want.len() && states.iter().zip(want).all(|(s, w)| s.shape() == w.as_slice());
     let got: Vec<&[usize]> = states.iter().map(NDArray::shape).collect();
     (!fits).then(|| format!("the states have shapes {got:?}, expected {want:?}"))
 }
 
 /// A cell's `Block::forward`: `[x, states...]` to `[output, next states...]`.
-fn forward_step(cell: &dyn RecurrentCell, inputs: &[NDArray]) -> Result<Vec<NDArray>> {
+pub(super) fn forward_step(cell: &dyn RecurrentCell, inputs: &[NDArray]) -> Result<Vec<NDArray>> {
     let Some((x, states)) = inputs.split_first() else {
         return Err(Error::Invalid(format!("cell `{}` needs the data and its states", cell.name())));
     };
@@ -91,6 +91,10 @@ pub trait RecurrentCell: Block {
     /// next states.
     fn step(&self, x: &NDArray, states: &[NDArray]) -> Result<(NDArray, Vec<NDArray>)>;
 
+    /// Forgets what earlier steps left in the cell (a zoneout cell's
+    /// previous output); [`unroll`](Self::unroll) calls it first.
+    fn reset(&self) {}
+
     /// Zeros for every state, of `dtype`.
     fn begin_state(&self, batch: usize, dtype: DType) -> Result<Vec<NDArray>> {
         self.state_shapes(batch).iter().map(|s| NDArray::zeros(s, dtype, Default::default())).collect()
@@ -103,6 +107,7 @@ pub trait RecurrentCell: Block {
         if inputs.ndim() != 3 {
             return Err(fail(format!("the data must have 3 axes, got shape {:?}", inputs.shape())));
         }
+        self.reset();
         let axis = usize::from(how.ntc);
         let (steps, batch) = (inputs.shape()[axis], inputs.shape()[1 - axis]);
         if steps == 0 {
@@ -337,6 +342,10 @@ impl SequentialRnnCell {
 impl RecurrentCell for SequentialRnnCell {
     fn state_shapes(&self, batch: usize) -> Vec<Vec<usize>> {
         self.cells.iter().flat_map(|c| c.state_shapes(batch)).collect()
+    }
+
+    fn reset(&self) {
+        self.cells.iter().for_each(|c| c.reset());
     }
 
     fn step(&self, x: &NDArray, states: &[NDArray]) -> Result<(NDArray, Vec<NDArray>)> {
