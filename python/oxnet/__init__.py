@@ -45,14 +45,13 @@ from . import kvstore; kv = kvstore; __all__ += ["kvstore", "kv"]  # noqa: E402,
 from . import contrib; __all__ += ["contrib"]  # noqa: E402,E702
 from . import rnn; __all__ += ["rnn"]  # noqa: E402,E702
 from . import rtc; __all__ += ["rtc"]  # noqa: E402,E702
+from . import recordio, image; __all__ += ["recordio", "image"]  # noqa: E402,E702
 
 # MXNet 1.9.1 modules oxnet does not provide (yet): using one is an error
 # that says so, not a bare AttributeError.
 _NOT_PROVIDED = {
     "np": "mx.np (MXNet's NumPy-compatible interface) is not provided by oxnet; use mx.nd",
     "npx": "mx.npx (MXNet's NumPy extensions) is not provided by oxnet; use mx.nd",
-    "image": "mx.image (image decoding and augmentation) is not provided by oxnet yet",
-    "recordio": "mx.recordio (RecordIO files) is not provided by oxnet yet",
     "profiler": "mx.profiler is not provided by oxnet yet",
 }
 

@@ -1,0 +1,10 @@
+//! oxnet's data pipeline: RecordIO files ([`recordio`], MXNet's `.rec`
+//! format byte for byte), images ([`image`]: JPEG and PNG decoding and
+//! encoding, OpenCV-compatible resizing) and the pieces the Python
+//! `mx.recordio`, `mx.io` and `mx.image` modules run on.
+
+pub mod image;
+pub mod recordio;
+pub mod resize;
+
+pub use recordio::{RecordReader, RecordWriter};
