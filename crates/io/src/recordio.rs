@@ -190,6 +190,53 @@ impl RecordReader {
         Ok(true)
     }
 
+    /// The offsets of every record from the current position to the end,
+    /// found by reading only the part headers (the data is skipped).
+    pub fn offsets(&mut self) -> Result<Vec<u64>> {
+        let mut found = Vec::new();
+        let mut in_record = false;
+        loop {
+            let at = self.position;
+            let mut header = [0u8; 8];
+            if !self.fill(&mut header, "a record header")? {
+                if in_record {
+                    return Err(self.bad(at, "the file ends inside a record split in parts".into()));
+                }
+                return Ok(found);
+            }
+            let (flag, len) = self.check_header(at, &header, !in_record)?;
+            if !in_record {
+                found.push(at);
+            }
+            in_record = flag == 1 || flag == 2;
+            self.seek(self.position + padded(len) as u64)?;
+        }
+    }
+
+    /// The part flag and length of the header read at `at` (`first`: a
+    /// record's first part); errors for a wrong magic number, a flag out of
+    /// place or data past the end of the file.
+    fn check_header(&self, at: u64, header: &[u8; 8], first: bool) -> Result<(u32, usize)> {
+        let magic = u32::from_le_bytes(header[..4].try_into().expect("4 bytes"));
+        if magic != MAGIC {
+            return Err(self.bad(at, format!("expected the magic number 0x{MAGIC:08x}, found 0x{magic:08x}")));
+        }
+        let lrec = u32::from_le_bytes(header[4..].try_into().expect("4 bytes"));
+        let (flag, len) = (lrec >> 29, (lrec & ((1 << 29) - 1)) as usize);
+        let expected = if first { [0, 1].contains(&flag) } else { [2, 3].contains(&flag) };
+        if !expected {
+            let want = if first { "0 or 1 (a record's first part)" } else { "2 or 3 (a later part)" };
+            return Err(self.bad(at, format!("part flag {flag}, expected {want}")));
+        }
+        if (self.size - self.position) < padded(len) as u64 {
+            return Err(self.bad(
+                at,
+                format!("a part of {len} bytes, but only {} bytes follow", self.size - self.position),
+            ));
+        }
+        Ok((flag, len))
+    }
+
     /// The next record, or `None` at the end of the file.
     pub fn read(&mut self) -> Result<Option<Vec<u8>>> {
         let start = self.position;
@@ -204,25 +251,7 @@ impl RecordReader {
                 }
                 return Err(self.bad(start, "the file ends inside a record split in parts".into()));
             }
-            let magic = u32::from_le_bytes(header[..4].try_into().expect("4 bytes"));
-            if magic != MAGIC {
-                return Err(
-                    self.bad(at, format!("expected the magic number 0x{MAGIC:08x}, found 0x{magic:08x}"))
-                );
-            }
-            let lrec = u32::from_le_bytes(header[4..].try_into().expect("4 bytes"));
-            let (flag, len) = (lrec >> 29, (lrec & ((1 << 29) - 1)) as usize);
-            let expected = if first { [0, 1].contains(&flag) } else { [2, 3].contains(&flag) };
-            if !expected {
-                let want = if first { "0 or 1 (a record's first part)" } else { "2 or 3 (a later part)" };
-                return Err(self.bad(at, format!("part flag {flag}, expected {want}")));
-            }
-            if (self.size - self.position) < padded(len) as u64 {
-                return Err(self.bad(
-                    at,
-                    format!("a part of {len} bytes, but only {} bytes follow", self.size - self.position),
-                ));
-            }
+            let (flag, len) = self.check_header(at, &header, first)?;
             if !first {
                 record.extend_from_slice(&MAGIC.to_le_bytes());
             }

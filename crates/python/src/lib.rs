@@ -76,6 +76,7 @@ fn _oxnet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(library::load_library, m)?)?;
     m.add_class::<rtc::RtcModule>()?;
     m.add_class::<recordio::RecordFile>()?;
+    m.add_class::<image::ImageRecordPipeline>()?;
     m.add_function(wrap_pyfunction!(image::image_decode, m)?)?;
     m.add_function(wrap_pyfunction!(image::image_encode, m)?)?;
     m.add_function(wrap_pyfunction!(image::image_resize, m)?)?;
