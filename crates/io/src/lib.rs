@@ -4,6 +4,7 @@
 //! `mx.recordio`, `mx.io` and `mx.image` modules run on.
 
 pub mod image;
+pub mod image_ops;
 pub mod image_record_iter;
 pub mod recordio;
 pub mod resize;

@@ -145,38 +145,83 @@ fn taps(interp: Interp, src: usize, dst: usize, area_shrink: bool) -> Vec<Taps> 
         .collect()
 }
 
-/// `img` resized to `height × width` with `interp`.
-pub fn resize(img: &Image, height: usize, width: usize, interp: Interp) -> Result<Image> {
-    if height == 0 || width == 0 || img.height == 0 || img.width == 0 {
+/// A sample type [`resize_pixels`] works on: bytes (rounded and saturated
+/// back) or floats (kept as computed).
+pub trait Sample: Copy + Default {
+    /// The value as `f32`.
+    fn to_f32(self) -> f32;
+    /// The computed value stored back.
+    fn from_f32(v: f32) -> Self;
+}
+
+impl Sample for u8 {
+    fn to_f32(self) -> f32 {
+        f32::from(self)
+    }
+    fn from_f32(v: f32) -> Self {
+        v.round().clamp(0.0, 255.0) as u8
+    }
+}
+
+impl Sample for f32 {
+    fn to_f32(self) -> f32 {
+        self
+    }
+    fn from_f32(v: f32) -> Self {
+        v
+    }
+}
+
+/// `data` (`height × width × channels`, row-major) resized to
+/// `new_height × new_width` with `interp`.
+pub fn resize_pixels<T: Sample>(
+    data: &[T],
+    (height, width, c): (usize, usize, usize),
+    (new_height, new_width): (usize, usize),
+    interp: Interp,
+) -> Result<Vec<T>> {
+    if new_height == 0 || new_width == 0 || height == 0 || width == 0 {
         return Err(Error::Invalid(format!(
-            "cannot resize an image of {}x{} to {height}x{width}: sizes must be positive",
-            img.height, img.width
+            "cannot resize an image of {height}x{width} to {new_height}x{new_width}: sizes must be positive"
         )));
     }
-    let c = img.channels;
-    let area_shrink = height <= img.height && width <= img.width;
+    if data.len() != height * width * c {
+        return Err(Error::Invalid(format!(
+            "an image of {height}x{width}x{c} needs {} values, got {}",
+            height * width * c,
+            data.len()
+        )));
+    }
+    let area_shrink = new_height <= height && new_width <= width;
     let (rows, cols) =
-        (taps(interp, img.height, height, area_shrink), taps(interp, img.width, width, area_shrink));
+        (taps(interp, height, new_height, area_shrink), taps(interp, width, new_width, area_shrink));
     // horizontal pass into f32 rows, then vertical
-    let mut horizontal = vec![0f32; img.height * width * c];
-    for y in 0..img.height {
-        let src = &img.data[y * img.width * c..(y + 1) * img.width * c];
-        let out = &mut horizontal[y * width * c..(y + 1) * width * c];
+    let mut horizontal = vec![0f32; height * new_width * c];
+    for y in 0..height {
+        let src = &data[y * width * c..(y + 1) * width * c];
+        let out = &mut horizontal[y * new_width * c..(y + 1) * new_width * c];
         for (x, t) in cols.iter().enumerate() {
             for ch in 0..c {
                 out[x * c + ch] =
-                    t.index.iter().zip(&t.weight).map(|(&i, &w)| w * f32::from(src[i * c + ch])).sum();
+                    t.index.iter().zip(&t.weight).map(|(&i, &w)| w * src[i * c + ch].to_f32()).sum();
             }
         }
     }
-    let mut data = vec![0u8; height * width * c];
+    let mut out = vec![T::default(); new_height * new_width * c];
     for (y, t) in rows.iter().enumerate() {
-        let out = &mut data[y * width * c..(y + 1) * width * c];
-        for (k, v) in out.iter_mut().enumerate() {
+        let row = &mut out[y * new_width * c..(y + 1) * new_width * c];
+        for (k, v) in row.iter_mut().enumerate() {
             let sum: f32 =
-                t.index.iter().zip(&t.weight).map(|(&i, &w)| w * horizontal[i * width * c + k]).sum();
-            *v = sum.round().clamp(0.0, 255.0) as u8;
+                t.index.iter().zip(&t.weight).map(|(&i, &w)| w * horizontal[i * new_width * c + k]).sum();
+            *v = T::from_f32(sum);
         }
     }
+    Ok(out)
+}
+
+/// `img` resized to `height × width` with `interp`.
+pub fn resize(img: &Image, height: usize, width: usize, interp: Interp) -> Result<Image> {
+    let c = img.channels;
+    let data = resize_pixels(&img.data, (img.height, img.width, c), (height, width), interp)?;
     Image::new(height, width, c, data)
 }

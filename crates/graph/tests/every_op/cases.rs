@@ -569,6 +569,14 @@ pub fn cases() -> Vec<Case> {
             &[("mean", "(0.1, 0.2, 0.3)"), ("std", "(1.5, 2.0, 0.5)")],
             vec![m(&[3, 2, 2])],
         ),
+        case("_image_to_tensor", &[], vec![m(&[3, 4, 3])]),
+        case("_image_flip_left_right", &[], vec![m(&[2, 3, 5, 1])]),
+        case("_image_flip_top_bottom", &[], vec![m(&[3, 4, 3])]),
+        case(
+            "_image_crop",
+            &[("x", "1"), ("y", "0"), ("width", "2"), ("height", "2")],
+            vec![m(&[2, 3, 4, 3])],
+        ),
         // --- Fourier transforms (interleaved complex rows) and count sketch
         case("_contrib_fft", &[], vec![m(&[2, 5])]),
         case("_contrib_ifft", &[("compute_size", "1")], vec![m(&[2, 1, 3, 8])]),

@@ -3,13 +3,13 @@
 A dataset answers ``len(ds)`` and ``ds[i]``; a sample is one value or a tuple
 (``(data, label)``). Anything with ``__len__`` and ``__getitem__`` (a list, a
 numpy array, an NDArray) can stand where a dataset is expected; wrap it in
-``SimpleDataset`` to get the methods below. ``RecordFileDataset`` (RecordIO
-files) is not provided.
+``SimpleDataset`` to get the methods below. ``RecordFileDataset`` serves
+the records of a RecordIO file by position (through its ``.idx``).
 """
 
 from ... import ndarray
 
-__all__ = ["Dataset", "SimpleDataset", "ArrayDataset"]
+__all__ = ["Dataset", "SimpleDataset", "ArrayDataset", "RecordFileDataset"]
 
 
 class Dataset:
@@ -181,3 +181,25 @@ class _SampledDataset(Dataset):
 
     def __getitem__(self, idx):
         return self._data[self._indices[idx]]
+
+
+class RecordFileDataset(Dataset):
+    """The records (bytes) of the RecordIO file ``filename``, in the order
+    of its index ``filename`` with ``.rec`` replaced by ``.idx``. It pickles
+    (a DataLoader worker reopens the file)."""
+
+    def __init__(self, filename):
+        import os
+        from ... import recordio
+        self.idx_file = os.path.splitext(filename)[0] + ".idx"
+        self.filename = filename
+        if not os.path.exists(self.idx_file):
+            raise FileNotFoundError(f"RecordFileDataset: the index {self.idx_file!r} of {filename!r} is missing "
+                                    "(python -m oxnet.tools.im2rec writes both)")
+        self._record = recordio.MXIndexedRecordIO(self.idx_file, self.filename, "r")
+
+    def __getitem__(self, idx):
+        return self._record.read_idx(self._record.keys[idx])
+
+    def __len__(self):
+        return len(self._record.keys)
