@@ -32,6 +32,7 @@ mod norm;
 mod pool;
 mod rnn;
 mod rnn_cell;
+mod rnn_cell_contrib;
 mod rnn_cell_modifiers;
 mod sequential;
 
@@ -45,6 +46,7 @@ pub use norm::{GroupNorm, InstanceNorm, LayerNorm};
 pub use pool::{Pool, PoolType};
 pub use rnn::{Rnn, RnnMode};
 pub use rnn_cell::{RecurrentCell, RnnCell, SequentialRnnCell, Unroll};
+pub use rnn_cell_contrib::{LstmpCell, VariationalDropoutCell};
 pub use rnn_cell_modifiers::{BidirectionalCell, DropoutCell, ResidualCell, ZoneoutCell};
 pub use sequential::Sequential;
 
