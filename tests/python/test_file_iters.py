@@ -1,0 +1,95 @@
+"""``mx.io.MNISTIter`` and ``mx.io.CSVIter`` against MXNet 1.9.1's on the
+same files (the side environment .venv-mxnet; skipped without it):
+batches, labels and pads over several epochs; and errors."""
+
+import json
+import pathlib
+import struct
+import subprocess
+
+import numpy as np
+import pytest
+
+import oxnet as mx
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+MXNET_PYTHON = ROOT / ".venv-mxnet" / "bin" / "python"
+
+RUN = """
+import json, sys
+import {engine} as mx
+cases = json.loads(sys.argv[1])
+out = []
+for kind, kwargs in cases:
+    it = getattr(mx.io, kind)(**kwargs)
+    epochs = []
+    for _ in range(3):
+        epochs.append([[b.pad, b.data[0].asnumpy().tolist(), b.label[0].asnumpy().tolist()] for b in it])
+        it.reset()
+    out.append(epochs)
+print(json.dumps(out))
+"""
+
+
+def run(engine, python, cases):
+    result = subprocess.run([python, "-c", RUN.format(engine=engine), json.dumps(cases)], capture_output=True,
+                            text=True, timeout=300, cwd=str(ROOT))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def write_files(folder):
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, (10, 4, 5), dtype=np.uint8)
+    labels = rng.integers(0, 10, 10, dtype=np.uint8)
+    (folder / "img").write_bytes(struct.pack(">IIII", 2051, 10, 4, 5) + images.tobytes())
+    (folder / "lab").write_bytes(struct.pack(">II", 2049, 10) + labels.tobytes())
+    np.savetxt(folder / "data.csv", rng.uniform(-1, 1, (7, 6)), delimiter=",", fmt="%.6f")
+    np.savetxt(folder / "label.csv", rng.integers(0, 3, (7, 2)), delimiter=",", fmt="%d")
+    return images, labels
+
+
+def test_the_iterators_match_mxnet(tmp_path):
+    if not MXNET_PYTHON.exists():
+        pytest.skip("MXNet 1.9.1 side environment .venv-mxnet is missing (scripts/test.sh creates it)")
+    write_files(tmp_path)
+    img, lab, data, label = (str(tmp_path / n) for n in ("img", "lab", "data.csv", "label.csv"))
+    cases = [
+        ["MNISTIter", dict(image=img, label=lab, batch_size=3, shuffle=False, silent=True)],
+        ["MNISTIter", dict(image=img, label=lab, batch_size=2, shuffle=False, flat=True, num_parts=2, part_index=1,
+                           silent=True)],
+        ["CSVIter", dict(data_csv=data, data_shape=(2, 3), batch_size=3)],
+        ["CSVIter", dict(data_csv=data, data_shape=(6,), label_csv=label, label_shape=(2,), batch_size=4)],
+    ]
+    ours = run("oxnet", str(ROOT / ".venv" / "bin" / "python"), cases)
+    theirs = run("mxnet", str(MXNET_PYTHON), cases)
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        for epoch, (ea, eb) in enumerate(zip(a, b)):
+            assert len(ea) == len(eb), (k, epoch)
+            for (pa, da, la), (pb, db, lb) in zip(ea, eb):
+                assert pa == pb, (k, epoch)
+                np.testing.assert_allclose(da, db, rtol=1e-6, atol=1e-6)
+                np.testing.assert_allclose(la, lb)
+
+
+def test_by_hand_and_errors(tmp_path):
+    images, labels = write_files(tmp_path)
+    it = mx.io.MNISTIter(image=str(tmp_path / "img"), label=str(tmp_path / "lab"), batch_size=4, shuffle=True,
+                         seed=3, silent=True)
+    batches = list(it)
+    assert len(batches) == 2  # the last, partial batch is dropped
+    seen = np.concatenate([b.label[0].asnumpy() for b in batches])
+    assert sorted(seen.tolist()) != [] and batches[0].data[0].shape == (4, 1, 4, 5)
+    assert np.all(np.isin(seen, labels))
+    np.testing.assert_allclose(mx.io.MNISTIter(image=str(tmp_path / "img"), label=str(tmp_path / "lab"),
+                                               batch_size=10, shuffle=False, silent=True).next().data[0].asnumpy(),
+                               images[:, None].astype(np.float32) / 256)
+    csv = mx.io.CSVIter(data_csv=str(tmp_path / "data.csv"), data_shape=(6,), batch_size=4, round_batch=False)
+    last = list(csv)[-1]
+    assert last.pad == 1 and not last.data[0].asnumpy()[3].any()
+    with pytest.raises(ValueError, match="needs 5"):
+        mx.io.CSVIter(data_csv=str(tmp_path / "data.csv"), data_shape=(5,), batch_size=2)
+    with pytest.raises(OSError, match="nothing"):
+        mx.io.MNISTIter(image=str(tmp_path / "nothing"), label=str(tmp_path / "lab"))
+    with pytest.raises(ValueError, match="not an IDX image file"):
+        mx.io.MNISTIter(image=str(tmp_path / "lab"), label=str(tmp_path / "lab"))
