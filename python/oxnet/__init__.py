@@ -46,6 +46,7 @@ from . import contrib; __all__ += ["contrib"]  # noqa: E402,E702
 from . import rnn; __all__ += ["rnn"]  # noqa: E402,E702
 from . import rtc; __all__ += ["rtc"]  # noqa: E402,E702
 from . import recordio, image; __all__ += ["recordio", "image"]  # noqa: E402,E702
+from . import monitor; mon = monitor; __all__ += ["monitor", "mon"]  # noqa: E402,E702
 
 # MXNet 1.9.1 modules oxnet does not provide (yet): using one is an error
 # that says so, not a bare AttributeError.
