@@ -1,0 +1,20 @@
+"""Seed 000 whole (examples/python/seed000_module.py): the symbolic MLP
+with seed 000's numpy softmax as its loss, trained by Module.fit on the
+shipped digits with Speedometer lines and a checkpoint per epoch, reloaded
+and scored."""
+
+import logging
+import os
+
+import seed000_module
+
+
+def test_module_fit_trains_checkpoints_and_reloads(tmp_path, caplog):
+    prefix = str(tmp_path / "mlp")
+    with caplog.at_level(logging.INFO):
+        train_acc, held_out = seed000_module.main(epochs=4, prefix=prefix)
+    assert train_acc > 0.9 and held_out > 0.9
+    assert os.path.exists(prefix + "-symbol.json")
+    assert all(os.path.exists(f"{prefix}-{e:04d}.params") for e in range(1, 5))
+    speed = [r.getMessage() for r in caplog.records if "samples/sec" in r.getMessage()]
+    assert speed and "accuracy" in speed[0]
