@@ -138,7 +138,7 @@ pub struct Batch {
     pub pad: usize,
 }
 
-/// A running pipeline: call [`next`](Self::next) for batches and
+/// A running pipeline: call [`next_batch`](Self::next_batch) for batches and
 /// [`reset`](Self::reset) for the next epoch.
 pub struct ImageRecordIter {
     config: Arc<ImageRecordConfig>,
@@ -240,7 +240,7 @@ impl ImageRecordIter {
     }
 
     /// The next batch of this epoch, or `None` at its end.
-    pub fn next(&mut self) -> Result<Option<Batch>> {
+    pub fn next_batch(&mut self) -> Result<Option<Batch>> {
         let Some(worker) = &self.worker else { return Ok(None) };
         match worker.batches.recv() {
             Ok(Ok(b)) => Ok(Some(b)),
@@ -266,6 +266,9 @@ impl ImageRecordIter {
     }
 }
 
+/// A record read for a batch: its position in the epoch's order, and its bytes.
+type Record = (usize, Vec<u8>);
+
 /// Makes the batches of one epoch.
 struct Producer<'a> {
     config: &'a ImageRecordConfig,
@@ -289,7 +292,7 @@ impl<'a> Producer<'a> {
     }
 
     /// Reads the next batch's records: (position in the epoch, bytes).
-    fn records(&mut self) -> Result<(Vec<(usize, Vec<u8>)>, usize)> {
+    fn records(&mut self) -> Result<(Vec<Record>, usize)> {
         let n = self.config.batch_size;
         let mut out = Vec::with_capacity(n);
         let mut pad = 0;

@@ -148,7 +148,7 @@ impl ImageRecordPipeline {
 
     /// The next batch as (data, label, pad), or None at the end of the epoch.
     fn next(&self, py: Python<'_>) -> PyResult<Option<(PyNDArray, PyNDArray, usize)>> {
-        let batch = py.detach(|| self.inner.lock().unwrap_or_else(|e| e.into_inner()).next()).py()?;
+        let batch = py.detach(|| self.inner.lock().unwrap_or_else(|e| e.into_inner()).next_batch()).py()?;
         let Some(b) = batch else { return Ok(None) };
         let data = NDArray::from_vec(b.data, &self.shape).py()?;
         let label_shape: Vec<usize> =
