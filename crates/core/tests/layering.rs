@@ -8,7 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
 /// Each workspace crate's layer. The extension SDK sits beside core on the
-/// plugin side: it may use the ABI crate and nothing else of ours. Among
+/// plugin side: it may use the ABI crate and nothing else of ours. The data
+/// pipeline (oxnet-io: RecordIO, images, their operators) sits beside the
+/// operators, on core alone. Among
 /// the faces, the Python package sits on the extension-library loader; the
 /// example of a user's operator crate is a face too.
 const LAYERS: &[(&str, u32)] = &[
@@ -16,6 +18,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("oxnet-core", 1),
     ("oxnet-sdk", 1),
     ("oxnet-ops", 2),
+    ("oxnet-io", 2),
     ("oxnet-graph", 3),
     ("oxnet-nn", 4),
     ("oxnet-library", 5),
