@@ -10,7 +10,7 @@
 
 use super::{
     accumulate, body, body_gradient, body_shapes, body_types, check_locs, count, input_names, join_into,
-    merge_into, positions, run, truth, with_backward_kernel, Fact,
+    merge_into, only_needed, positions, run, truth, with_backward_kernel, Fact,
 };
 use crate::partition::Subgraph;
 use oxnet_core::op::{GradCtx, OpDef};
@@ -113,7 +113,7 @@ fn gradient(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
             accumulate(&mut result[l], gr)?;
         }
     }
-    Ok(result.into_iter().zip(g.needs_grad).map(|(gr, need)| gr.filter(|_| *need)).collect())
+    Ok(only_needed(result, g.needs_grad))
 }
 
 /// Joins a branch's outputs into the node's; the branches must agree.

@@ -16,7 +16,7 @@
 
 use super::{
     accumulate, body, body_gradient, body_shapes, body_types, count, element, join_into, merge_into,
-    positions, stack, zeros_like,
+    only_needed, positions, stack, zeros_like,
 };
 use crate::partition::{Subgraph, SUBGRAPH_ATTR};
 use oxnet_core::op::{GradCtx, OpDef};
@@ -198,7 +198,7 @@ fn gradient(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
     }
     result.extend(d_states.into_iter().map(Some));
     result.extend(d_remain);
-    Ok(result.into_iter().zip(g.needs_grad).map(|(gr, need)| gr.filter(|_| *need)).collect())
+    Ok(only_needed(result, g.needs_grad))
 }
 
 /// Shapes: the body's inputs from the node's (a sequence gives its

@@ -199,6 +199,11 @@ fn with_backward_kernel(
     })
 }
 
+/// `grads` without the ones the caller did not ask for.
+fn only_needed(grads: Vec<Option<NDArray>>, needs: &[bool]) -> Vec<Option<NDArray>> {
+    grads.into_iter().zip(needs).map(|(gr, need)| gr.filter(|_| *need)).collect()
+}
+
 /// Adds `x` into the gradient slot `acc`.
 fn accumulate(acc: &mut Option<NDArray>, x: NDArray) -> Result<()> {
     *acc = Some(match acc.take() {

@@ -18,7 +18,7 @@
 
 use super::{
     accumulate, body, body_gradient, body_shapes, body_types, check_locs, count, element, input_names,
-    join_into, merge_into, positions, run, stack, truth, with_backward_kernel, zeros_like,
+    join_into, merge_into, only_needed, positions, run, stack, truth, with_backward_kernel, zeros_like,
 };
 use crate::partition::Subgraph;
 use oxnet_core::op::{GradCtx, OpDef};
@@ -236,7 +236,7 @@ fn gradient(g: &GradCtx) -> Result<Vec<Option<NDArray>>> {
     for (&v, d) in l.var_locs.iter().zip(d_vars) {
         accumulate(&mut result[l.func_locs[v]], d)?;
     }
-    Ok(result.into_iter().zip(g.needs_grad).map(|(gr, need)| gr.filter(|_| *need)).collect())
+    Ok(only_needed(result, g.needs_grad))
 }
 
 /// Shapes: `func` inferred from the node's inputs; a step output gets

@@ -73,6 +73,26 @@ pub(super) fn states_mismatch(states: &[NDArray], want: &[Vec<usize>]) -> Option
     (!fits).then(|| format!("the states have shapes {got:?}, expected {want:?}"))
 }
 
+/// One LSTM update from the two halves of the gate pre-activations (gates
+/// i, f, g, o in MXNet's order) and the cell state: the new `(h, c)`.
+pub(super) fn lstm_update(i2h: &NDArray, h2h: &NDArray, c_prev: &NDArray) -> Result<(NDArray, NDArray)> {
+    let f = |op: &str, xs: &[&NDArray]| invoke1(op, xs, &[]);
+    let sum = f("elemwise_add", &[i2h, h2h])?;
+    let gates = invoke("split", &[&sum], &[("num_outputs", 4i64.into()), ("axis", 1i64.into())])?;
+    let (i, fg) = (f("sigmoid", &[&gates[0]])?, f("sigmoid", &[&gates[1]])?);
+    let (g, o) = (f("tanh", &[&gates[2]])?, f("sigmoid", &[&gates[3]])?);
+    let c = f("elemwise_add", &[&f("elemwise_mul", &[&fg, c_prev])?, &f("elemwise_mul", &[&i, &g])?])?;
+    let h = f("elemwise_mul", &[&o, &f("tanh", &[&c])?])?;
+    Ok((h, c))
+}
+
+/// A dropout mask shaped like `like`: 0 with probability `p`, else
+/// `1 / (1 - p)` in train mode; ones outside it.
+pub(super) fn dropout_mask(like: &NDArray, p: f64) -> Result<NDArray> {
+    let ones = invoke1("ones_like", &[like], &[])?;
+    invoke1("Dropout", &[&ones], &[("p", p.into())])
+}
+
 /// A cell's `Block::forward`: `[x, states...]` to `[output, next states...]`.
 pub(super) fn forward_step(cell: &dyn RecurrentCell, inputs: &[NDArray]) -> Result<Vec<NDArray>> {
     let Some((x, states)) = inputs.split_first() else {
@@ -266,14 +286,7 @@ impl RnnCell {
                 Ok((h.clone(), vec![h]))
             }
             RnnMode::Lstm => {
-                let gates = split(&f("elemwise_add", &[&i2h, &h2h])?, 4)?;
-                let (i, fg) = (f("sigmoid", &[&gates[0]])?, f("sigmoid", &[&gates[1]])?);
-                let (g, o) = (f("tanh", &[&gates[2]])?, f("sigmoid", &[&gates[3]])?);
-                let c = f(
-                    "elemwise_add",
-                    &[&f("elemwise_mul", &[&fg, &states[1]])?, &f("elemwise_mul", &[&i, &g])?],
-                )?;
-                let h = f("elemwise_mul", &[&o, &f("tanh", &[&c])?])?;
+                let (h, c) = lstm_update(&i2h, &h2h, &states[1])?;
                 Ok((h.clone(), vec![h, c]))
             }
             RnnMode::Gru => {

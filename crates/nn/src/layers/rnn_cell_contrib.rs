@@ -3,13 +3,14 @@
 //! `projection_size`) and [`VariationalDropoutCell`] (dropout masks drawn
 //! once per sequence and kept for every step, Gal and Ghahramani 2016).
 
-use super::rnn_cell::{forward_step, states_mismatch};
+use super::rnn_cell::{dropout_mask, forward_step, lstm_update, states_mismatch};
+use super::rnn_cell_modifiers::modifier_block;
 use super::{OpCall, RecurrentCell};
 use crate::block::{in_block, Block};
 use crate::init::Zero;
 use crate::naming::unique_prefix;
 use crate::parameter::Parameter;
-use oxnet_core::{invoke, invoke1, DType, Error, NDArray, Result};
+use oxnet_core::{invoke1, DType, Error, NDArray, Result};
 use std::sync::{Arc, Mutex};
 
 /// An LSTM cell with a projection (Gluon's `contrib.rnn.LSTMPCell`): the
@@ -94,14 +95,7 @@ impl LstmpCell {
         let name = self.name().to_string();
         let i2h = self.gates_fc.call_weighted(x, self.param(0), Some(self.param(3)), &name)?;
         let h2h = self.gates_fc.call_weighted(&states[0], self.param(1), Some(self.param(4)), &name)?;
-        let f = |op: &str, xs: &[&NDArray]| invoke1(op, xs, &[]);
-        let sum = f("elemwise_add", &[&i2h, &h2h])?;
-        let gates = invoke("split", &[&sum], &[("num_outputs", 4i64.into()), ("axis", 1i64.into())])?;
-        let (i, fg) = (f("sigmoid", &[&gates[0]])?, f("sigmoid", &[&gates[1]])?);
-        let (g, o) = (f("tanh", &[&gates[2]])?, f("sigmoid", &[&gates[3]])?);
-        let c =
-            f("elemwise_add", &[&f("elemwise_mul", &[&fg, &states[1]])?, &f("elemwise_mul", &[&i, &g])?])?;
-        let hidden = f("elemwise_mul", &[&o, &f("tanh", &[&c])?])?;
+        let (hidden, c) = lstm_update(&i2h, &h2h, &states[1])?;
         let r = self.project_fc.call_weighted(&hidden, self.param(2), None, &name)?;
         Ok((r.clone(), vec![r, c]))
     }
@@ -187,8 +181,7 @@ impl VariationalDropoutCell {
         let mask = match slot {
             Some(m) if m.shape() == x.shape() => m.clone(),
             _ => {
-                let ones = invoke1("ones_like", &[x], &[])?;
-                let m = invoke1("Dropout", &[&ones], &[("p", p.into())])?;
+                let m = dropout_mask(x, p)?;
                 *slot = Some(m.clone());
                 m
             }
@@ -220,17 +213,4 @@ impl RecurrentCell for VariationalDropoutCell {
     }
 }
 
-impl Block for VariationalDropoutCell {
-    fn prefix(&self) -> &str {
-        &self.prefix
-    }
-
-    fn children(&self) -> Vec<(String, &dyn Block)> {
-        vec![("base_cell".to_string(), self.base.as_ref() as &dyn Block)]
-    }
-
-    /// `[x, states...]` to `[output, next states...]`.
-    fn forward(&self, inputs: &[NDArray]) -> Result<Vec<NDArray>> {
-        forward_step(self, inputs)
-    }
-}
+modifier_block!(VariationalDropoutCell, "base_cell" => base);

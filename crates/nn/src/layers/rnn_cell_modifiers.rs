@@ -20,7 +20,7 @@
 //! assert_eq!(states.len(), 4);
 //! ```
 
-use super::rnn_cell::{forward_step, states_mismatch};
+use super::rnn_cell::{dropout_mask, forward_step, states_mismatch};
 use super::{Dropout, RecurrentCell, Unroll};
 use crate::block::{in_block, Block};
 use crate::naming::unique_prefix;
@@ -167,9 +167,7 @@ impl ZoneoutCell {
         if p == 0.0 {
             return Ok(new.clone());
         }
-        let ones = invoke1("ones_like", &[new], &[])?;
-        let mask = invoke1("Dropout", &[&ones], &[("p", p.into())])?;
-        invoke1("where", &[&mask, new, old], &[])
+        invoke1("where", &[&dropout_mask(new, p)?, new, old], &[])
     }
 }
 
@@ -291,3 +289,5 @@ impl RecurrentCell for BidirectionalCell {
 }
 
 modifier_block!(BidirectionalCell, "l_cell" => l_cell, "r_cell" => r_cell);
+
+pub(super) use modifier_block;
