@@ -12,7 +12,8 @@ X = np.arange(30, dtype=np.float32).reshape(10, 3)
 Y = np.arange(10) * 10
 
 
-# Module-level helpers: worker processes receive them by pickling.
+# Module-level helpers (forked workers would take local ones too; see
+# test_dataloader_workers.py).
 
 def double_first(x, y):
     """A transform with an oxnet operator in it (it must work in workers)."""
@@ -244,8 +245,8 @@ def test_workers_give_the_same_batches_as_the_calling_thread(thread_pool, prefet
 
 
 def test_worker_processes_run_parallel_operators_after_the_main_process_did():
-    # A child forked from this process would inherit oxnet's thread pool without its
-    # threads and hang in the product; workers are started from a fresh process instead.
+    # A forked worker inherits oxnet's thread pool without its threads: the pool must
+    # notice and run the product inline instead of waiting for helpers that are not there.
     nd.dot(nd.ones((384, 384)), nd.ones((384, 384))).wait_to_read()
     ds = gdata.SimpleDataset([nd.array([float(i)]) for i in range(4)]).transform(with_product)
     loader = gdata.DataLoader(ds, batch_size=2, num_workers=2, timeout=60)
@@ -275,10 +276,13 @@ def test_a_worker_error_reaches_the_caller(thread_pool):
         list(loader)
 
 
-def test_unpicklable_dataset_needs_threads():
+def test_unpicklable_dataset_needs_fork_or_threads():
     ds = gdata.SimpleDataset(list(range(6))).transform(lambda v: v + 1)
     with pytest.raises(mx.MXNetError, match="picklable"):
-        gdata.DataLoader(ds, batch_size=2, num_workers=1)
+        gdata.DataLoader(ds, batch_size=2, num_workers=1, start_method="spawn")
+    if gdata.dataloader.DEFAULT_START_METHOD == "fork":
+        forked = gdata.DataLoader(ds, batch_size=2, num_workers=2, timeout=60)
+        assert [b.asnumpy().tolist() for b in forked] == [[1, 2], [3, 4], [5, 6]]
     threaded = gdata.DataLoader(ds, batch_size=2, num_workers=2, thread_pool=True)
     assert [b.asnumpy().tolist() for b in threaded] == [[1, 2], [3, 4], [5, 6]]
 
