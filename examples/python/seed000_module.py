@@ -6,7 +6,11 @@ logging the speed and accuracy and `mx.callback.do_checkpoint` saving
 MXNet 1.x scripts did. The last checkpoint is loaded back with
 `Module.load` and scored on the held-out digits.
 
-Run: python examples/python/seed000_module.py [--epochs N] [--prefix checkpoints/mlp]
+With `--profile trace.json` the training runs under `mx.profiler`: the
+Chrome trace (open it in chrome://tracing or https://ui.perfetto.dev) is
+written there and the table of operator times printed.
+
+Run: python examples/python/seed000_module.py [--epochs N] [--prefix checkpoints/mlp] [--profile trace.json]
 """
 
 import argparse
@@ -28,9 +32,10 @@ def build_net(num_classes=10):
     return mx.sym.Custom(data=fc2, name="softmax", op_type="softmax")
 
 
-def main(epochs=10, prefix="checkpoints/seed000_mlp", seed=0, batch_size=32):
+def main(epochs=10, prefix="checkpoints/seed000_mlp", seed=0, batch_size=32, profile=None):
     """Trains, checkpoints and scores; returns (training accuracy of the
-    last epoch, held-out accuracy of the reloaded checkpoint)."""
+    last epoch, held-out accuracy of the reloaded checkpoint). With
+    `profile` (a file name) the training is profiled into that trace file."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     mx.random.seed(seed)
     np.random.seed(seed)
@@ -40,10 +45,17 @@ def main(epochs=10, prefix="checkpoints/seed000_mlp", seed=0, batch_size=32):
     os.makedirs(os.path.dirname(prefix) or ".", exist_ok=True)
     mod = mx.mod.Module(build_net(), data_names=("data",), label_names=("softmax_label",))
     metric = mx.metric.Accuracy()
+    if profile:
+        mx.profiler.set_config(profile_all=True, aggregate_stats=True, filename=profile)
+        mx.profiler.set_state("run")
     mod.fit(train, eval_metric=metric, num_epoch=epochs, optimizer="sgd",
             optimizer_params={"learning_rate": 0.1, "momentum": 0.9, "rescale_grad": 1.0 / batch_size},
             initializer=mx.init.Xavier(), batch_end_callback=mx.callback.Speedometer(batch_size, 20),
             epoch_end_callback=mx.callback.do_checkpoint(prefix))
+    if profile:
+        mx.profiler.set_state("stop")
+        mx.profiler.dump()
+        print(mx.profiler.dumps(sort_by="total"))
     train_acc = metric.get()[1]
     loaded = mx.mod.Module.load(prefix, epochs, data_names=("data",), label_names=("softmax_label",))
     loaded.bind(data_shapes=test.provide_data, label_shapes=test.provide_label, for_training=False)
@@ -56,5 +68,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--prefix", default="checkpoints/seed000_mlp")
+    parser.add_argument("--profile", metavar="TRACE_JSON", help="profile the training into this Chrome trace file")
     args = parser.parse_args()
-    main(epochs=args.epochs, prefix=args.prefix)
+    main(epochs=args.epochs, prefix=args.prefix, profile=args.profile)

@@ -47,13 +47,13 @@ from . import rnn; __all__ += ["rnn"]  # noqa: E402,E702
 from . import rtc; __all__ += ["rtc"]  # noqa: E402,E702
 from . import recordio, image; __all__ += ["recordio", "image"]  # noqa: E402,E702
 from . import monitor; mon = monitor; __all__ += ["monitor", "mon"]  # noqa: E402,E702
+from . import profiler; __all__ += ["profiler"]  # noqa: E402,E702
 
 # MXNet 1.9.1 modules oxnet does not provide (yet): using one is an error
 # that says so, not a bare AttributeError.
 _NOT_PROVIDED = {
     "np": "mx.np (MXNet's NumPy-compatible interface) is not provided by oxnet; use mx.nd",
     "npx": "mx.npx (MXNet's NumPy extensions) is not provided by oxnet; use mx.nd",
-    "profiler": "mx.profiler is not provided by oxnet yet",
 }
 
 

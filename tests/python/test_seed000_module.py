@@ -18,3 +18,23 @@ def test_module_fit_trains_checkpoints_and_reloads(tmp_path, caplog):
     assert all(os.path.exists(f"{prefix}-{e:04d}.params") for e in range(1, 5))
     speed = [r.getMessage() for r in caplog.records if "samples/sec" in r.getMessage()]
     assert speed and "accuracy" in speed[0]
+
+
+def test_profiled_training_traces_every_step(tmp_path):
+    import json
+
+    import oxnet as mx
+
+    trace = tmp_path / "trace.json"
+    mx.profiler.clear()
+    seed000_module.main(epochs=1, prefix=str(tmp_path / "p"), profile=str(trace))
+    events = json.loads(trace.read_text())["traceEvents"]
+    steps = sum(1 for e in events if e.get("name") == "ExecutorForward")
+    names = [e.get("name") for e in events]
+    # one forward of the custom softmax's Python code per training step,
+    # one backward, and the two dense layers' nodes
+    assert steps > 10
+    assert names.count("softmax::pure_python") == steps
+    assert names.count("_backward_softmax::pure_python") == steps
+    assert names.count("FullyConnected") == 2 * steps
+    mx.profiler.clear()

@@ -214,6 +214,7 @@ fn run(
         // inference only: the trace sink records the call, no kernel runs
         return crate::trace::record(op, attrs, inputs, &out_shapes, &out_dtypes, device);
     }
+    let _profiled = crate::profiler::op_scope(&op.name);
     let (kernel, kernel_device) = crate::gpu::fallback::kernel_for(op, device)?;
 
     // Inputs the kernel reads: contiguous unless the kernel takes strides.
@@ -338,6 +339,7 @@ fn run_dynamic(
     n_out: usize,
     device: Device,
 ) -> Result<Vec<NDArray>> {
+    let _profiled = crate::profiler::op_scope(&op.name);
     let kin: SmallVec<[NDArray; 4]> = inputs.iter().map(|x| (*x).clone()).collect();
     let _read_only = crate::ndarray::protect_inputs(&kin, &[]);
     let reqs: SmallVec<[Req; 2]> = smallvec::smallvec![Req::Write; n_out];

@@ -58,6 +58,7 @@ impl Storage {
             let (address, class) = crate::gpu::allocate(ordinal, bytes, zeroed)?;
             let ptr = NonNull::new(address as *mut u8)
                 .ok_or_else(|| Error::Device(format!("gpu({ordinal}) returned a null block")))?;
+            crate::profiler::allocated(device, bytes);
             return Ok(Storage { ptr, bytes, device, owner: Owner::Gpu { ordinal, class } });
         }
         let layout = Layout::from_size_align(bytes.max(1), ALIGNMENT)
@@ -72,6 +73,7 @@ impl Storage {
         };
         let ptr = NonNull::new(raw)
             .ok_or_else(|| Error::Invalid(format!("out of memory allocating {bytes} bytes")))?;
+        crate::profiler::allocated(device, bytes);
         Ok(Storage { ptr, bytes, device, owner: Owner::Aligned(layout) })
     }
 
@@ -139,10 +141,16 @@ impl Storage {
 impl Drop for Storage {
     fn drop(&mut self) {
         match self.owner {
-            // SAFETY: allocated in `zeroed`/`uninit` with this layout.
-            Owner::Aligned(layout) => unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) },
+            Owner::Aligned(layout) => {
+                // SAFETY: allocated in `zeroed`/`uninit` with this layout.
+                unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) };
+                crate::profiler::freed(self.device, self.bytes);
+            }
             #[cfg(feature = "cuda")]
-            Owner::Gpu { ordinal, class } => crate::gpu::release(ordinal, self.ptr.as_ptr() as u64, class),
+            Owner::Gpu { ordinal, class } => {
+                crate::gpu::release(ordinal, self.ptr.as_ptr() as u64, class);
+                crate::profiler::freed(self.device, self.bytes);
+            }
             _ => {}
         }
     }

@@ -72,6 +72,7 @@ pub fn backward(
     let heads = one_or_many(heads)?;
     let grads = self::head_grads(head_grads, heads.len())?;
     let opts = BackwardOptions { retain_graph, create_graph: false, train_mode };
+    let _api = crate::profiler::api_span("AutogradBackward");
     py.detach(|| {
         let h: Vec<&NDArray> = heads.iter().collect();
         let g: Vec<Option<&NDArray>> = grads.iter().map(Option::as_ref).collect();

@@ -52,19 +52,22 @@ pub fn array<'py>(
     wrap(source_array.py(), a)
 }
 
-/// `nd.full(shape, val, ctx=None, dtype=float32)`.
+/// `nd.full(shape, val, ctx=None, dtype=float32)`; `op` is the operator
+/// name the profiler shows (MXNet's `_full`, `_zeros`, `_ones`).
 #[pyfunction]
-#[pyo3(signature = (shape, val, ctx=None, dtype=None))]
+#[pyo3(signature = (shape, val, ctx=None, dtype=None, op="_full"))]
 pub fn full<'py>(
     py: Python<'py>,
     shape: &Bound<'py, PyAny>,
     val: f64,
     ctx: Option<&Bound<'py, PyAny>>,
     dtype: Option<&Bound<'py, PyAny>>,
+    op: &str,
 ) -> PyResult<Bound<'py, PyNDArray>> {
     let device = context::from_py_opt(ctx)?;
     let dt = dtype::from_py_opt(dtype)?.unwrap_or(DType::F32);
     let shape = shape_of(shape)?;
+    let _profiled = oxnet_core::profiler::op_scope(op);
     wrap(py, py.detach(|| NDArray::full(&shape, val, dt, device)).py()?)
 }
 
@@ -77,7 +80,7 @@ pub fn empty<'py>(
     ctx: Option<&Bound<'py, PyAny>>,
     dtype: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyNDArray>> {
-    full(py, shape, 0.0, ctx, dtype)
+    full(py, shape, 0.0, ctx, dtype, "_zeros")
 }
 
 /// `nd.arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype=float32)`.

@@ -239,6 +239,10 @@ impl CustomOp for PyOp {
         })
         .map_err(py_err)
     }
+
+    fn profiler_label(&self) -> &str {
+        "pure_python"
+    }
 }
 
 /// Registers a `CustomOpProp` subclass under `name` (`@mx.operator.register(name)`).

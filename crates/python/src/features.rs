@@ -36,7 +36,7 @@ pub fn runtime_features() -> Vec<(&'static str, bool)> {
         ("MKLDNN", false),
         ("OPENCV", false),
         ("CAFFE", false),
-        ("PROFILER", false),
+        ("PROFILER", true),
         ("DIST_KVSTORE", false),
         ("CXX14", false),
         ("INT64_TENSOR_SIZE", true),

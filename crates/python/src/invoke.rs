@@ -118,6 +118,7 @@ pub fn invoke<'py>(
     args: &Bound<'py, PyTuple>,
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let _api = crate::profiler::api_span("ImperativeInvoke");
     let op = &handle.op;
     let mut positional: Vec<NDArray> = Vec::with_capacity(args.len());
     let mut attr_pairs: Vec<(String, AttrValue)> = Vec::new();

@@ -234,12 +234,14 @@ fn arrays(v: &[NDArray]) -> Vec<PyNDArray> {
 #[pymethods]
 impl ExecutorHandle {
     fn forward(&self, py: Python<'_>, is_train: bool) -> PyResult<Vec<PyNDArray>> {
+        let _api = crate::profiler::api_span("ExecutorForward");
         py.detach(|| self.lock().forward(is_train).map(|o| o.to_vec())).py().map(|o| arrays(&o))
     }
 
     fn backward(&self, py: Python<'_>, out_grads: Vec<Option<PyRef<'_, PyNDArray>>>) -> PyResult<()> {
         let grads: Vec<Option<NDArray>> =
             out_grads.iter().map(|g| g.as_ref().map(|g| g.inner.clone())).collect();
+        let _api = crate::profiler::api_span("ExecutorBackward");
         py.detach(|| self.lock().backward(&grads)).py()
     }
 

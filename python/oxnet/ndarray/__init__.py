@@ -45,10 +45,10 @@ def _known_shape(op, shape, what="shape"):
                          "or a zero extent); use `with mx.np_shape():` for scalars and zero-size arrays")
 
 
-def full(shape, val, ctx=None, dtype=None, out=None):
+def full(shape, val, ctx=None, dtype=None, out=None, _op="_full"):
     """An array of ``shape`` filled with ``val`` (float32 by default)."""
     _known_shape("full", shape)
-    result = _oxnet.full(shape, float(val), ctx, dtype)
+    result = _oxnet.full(shape, float(val), ctx, dtype, _op)
     if out is not None:
         out[:] = result
         return out
@@ -58,13 +58,13 @@ def full(shape, val, ctx=None, dtype=None, out=None):
 def zeros(shape, ctx=None, dtype=None, **kwargs):
     """An array of zeros (float32 by default); with ``out=``, fills that array."""
     _known_shape("zeros", shape)
-    return full(shape, 0.0, ctx, dtype, out=kwargs.get("out"))
+    return full(shape, 0.0, ctx, dtype, out=kwargs.get("out"), _op="_zeros")
 
 
 def ones(shape, ctx=None, dtype=None, **kwargs):
     """An array of ones (float32 by default); with ``out=``, fills that array."""
     _known_shape("ones", shape)
-    return full(shape, 1.0, ctx, dtype, out=kwargs.get("out"))
+    return full(shape, 1.0, ctx, dtype, out=kwargs.get("out"), _op="_ones")
 
 
 def empty(shape, ctx=None, dtype=None):

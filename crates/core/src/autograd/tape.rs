@@ -518,6 +518,7 @@ fn node_gradient(
         }
         Ok(gs)
     };
+    let _profiled = crate::profiler::backward_scope(&node.op.name);
     match &node.op.gradient {
         Gradient::None => Err(Error::Autograd("this operator is not differentiable".into())),
         Gradient::Zero => Ok(vec![None; n_in]),

@@ -40,6 +40,12 @@ pub trait CustomOp: Send + Sync {
         let _ = (req, out_grad, in_data, out_data, in_grad, aux);
         Err(Error::custom_msg("this custom operator does not implement backward"))
     }
+
+    /// What the profiler calls this operator's own code: events are named
+    /// `<op_type>::<label>` (MXNet's Python operators are `pure_python`).
+    fn profiler_label(&self) -> &str {
+        "native"
+    }
 }
 
 /// One array a backward pass may depend on (see

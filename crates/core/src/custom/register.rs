@@ -98,6 +98,8 @@ static PROPS: Mutex<Option<HashMap<String, Arc<PropEntry>>>> = Mutex::new(None);
 struct Instance {
     /// `Custom(op_type=...)`, for error messages.
     name: String,
+    /// The registered name, for the profiler.
+    op_type: String,
     n_args: usize,
     op: Arc<dyn CustomOp>,
 }
@@ -329,7 +331,7 @@ fn create_state(attrs: &Attrs, shapes: &[Shape], dtypes: &[DType], device: Devic
             let name = name_of(entry);
             let op =
                 guarded(&name, || entry.prop.create_operator(device, &shapes[..n_args], &dtypes[..n_args]))?;
-            let inst = Arc::new(Instance { name, n_args, op });
+            let inst = Arc::new(Instance { name, op_type: entry.op_type.clone(), n_args, op });
             let mut cache = entry.operators.lock().unwrap_or_else(|e| e.into_inner());
             if cache.len() >= MAX_CACHED_OPERATORS {
                 cache.clear();
@@ -410,6 +412,7 @@ pub(crate) fn custom_op_def() -> OpDef {
             let read: Vec<NDArray> = out_grad.iter().chain(&in_data).chain(&out_data).cloned().collect();
             let _read_only = crate::ndarray::protect_inputs(&read, in_grads);
             let _off = NotRecording::new();
+            let _profiled = crate::profiler::custom_scope(&inst.op_type, inst.op.profiler_label(), true);
             guarded(&inst.name, || {
                 inst.op.backward(&ctx.req[..n_args], &out_grad, &in_data, &out_data, &in_grads[..n_args], &aux)
             })
@@ -423,5 +426,6 @@ fn custom_forward(ctx: &OpContext, inputs: &[NDArray], outputs: &[NDArray]) -> R
     let (in_data, aux) = inputs.split_at(n_args);
     let _read_only = crate::ndarray::protect_inputs(in_data, outputs);
     let _off = NotRecording::new();
+    let _profiled = crate::profiler::custom_scope(&inst.op_type, inst.op.profiler_label(), false);
     guarded(&inst.name, || inst.op.forward(ctx.is_train, ctx.req, in_data, outputs, aux))
 }

@@ -148,6 +148,7 @@ impl Executor {
         let range =
             if backward { self.forward_steps.len()..self.steps.len() } else { 0..self.forward_steps.len() };
         let is_train = autograd::is_training();
+        let _graph = oxnet_core::profiler::graph_scope();
         for i in range {
             let n = self.steps[i].node;
             let node = self.graph.nodes[n].clone();
@@ -161,6 +162,10 @@ impl Executor {
             let step = &self.steps[i];
             let result = match &step.kernel {
                 Some(kernel) => {
+                    let mut profiled = oxnet_core::profiler::op_scope(&call.op.name);
+                    if let Some(p) = profiled.as_mut() {
+                        p.set_node(&node.name);
+                    }
                     let ctx = OpContext {
                         op_name: &call.op.name,
                         attrs: &call.attrs,
