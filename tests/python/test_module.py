@@ -365,3 +365,29 @@ def test_module_checkpoint_callback_saves_optimizer_states(tmp_path):
         assert os.path.exists(prefix + name)
     with open(prefix + "-0002.states", "rb") as f:
         assert f.read() == mod._updater.get_states()
+
+
+def test_training_curve_matches_mxnet():
+    # scripts/make_module_fixtures.py: MXNet 1.9.1's Module.fit from given
+    # initial parameters (SGD, momentum, weight decay, no shuffle), its
+    # training accuracy and cross-entropy after each epoch, its validation
+    # accuracy per epoch and its final parameters
+    f = np.load(os.path.join(FIXTURES, "mlp-curve.npz"))
+    h = mx.sym.Activation(mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=8, name="fc1"), act_type="tanh")
+    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(h, num_hidden=3, name="fc2"), name="softmax")
+    x, y = f["x"], f["y"]
+    train, val = mx.io.NDArrayIter(x, y, batch_size=8), mx.io.NDArrayIter(x[:16], y[:16], batch_size=8)
+    metric = mx.metric.create(["acc", "ce"])
+    curve, val_acc = [], []
+    mod = mx.mod.Module(net)
+    mod.fit(train, eval_data=val, eval_metric=metric, num_epoch=5, optimizer="sgd",
+            optimizer_params={"learning_rate": 0.3, "momentum": 0.9, "wd": 1e-3},
+            arg_params={k[5:]: mx.nd.array(f[k]) for k in f.files if k.startswith("init:")},
+            epoch_end_callback=lambda *_: curve.append([v for _, v in metric.get_name_value()]),
+            eval_end_callback=lambda p: val_acc.append(p.eval_metric.get_name_value()[0][1]))
+    np.testing.assert_allclose(np.array(curve), f["curve"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(val_acc, f["val_acc"])
+    final, _ = mod.get_params()
+    for k in f.files:
+        if k.startswith("final:"):
+            np.testing.assert_allclose(final[k[6:]].asnumpy(), f[k], rtol=1e-4, atol=1e-5, err_msg=k)
