@@ -2,13 +2,14 @@
 
 What exists: ``BaseModule`` (``fit``, ``score``, ``predict``,
 ``iter_predict``), ``Module`` (one device), ``BucketingModule``,
-``SequentialModule``. Not yet: ``PythonModule``, data-parallel binding over several
-contexts.
+``SequentialModule``, ``PythonModule``, ``PythonLossModule``. Not yet:
+data-parallel binding over several contexts.
 """
 
 from .base_module import BaseModule
 from .bucketing_module import BucketingModule
 from .module import Module
+from .python_module import PythonLossModule, PythonModule
 from .sequential_module import SequentialModule
 
-__all__ = ["BaseModule", "Module", "BucketingModule", "SequentialModule"]
+__all__ = ["BaseModule", "Module", "BucketingModule", "SequentialModule", "PythonModule", "PythonLossModule"]
