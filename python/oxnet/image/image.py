@@ -15,7 +15,7 @@ from .. import _oxnet
 from ..base import numeric_types
 
 __all__ = ["imread", "imdecode", "imresize", "scale_down", "copyMakeBorder", "resize_short", "fixed_crop",
-           "random_crop", "center_crop", "color_normalize", "random_size_crop"]
+           "random_crop", "center_crop", "color_normalize", "random_size_crop", "imrotate", "random_rotate"]
 
 
 def _nd():
@@ -196,3 +196,70 @@ def random_size_crop(src, size, area, ratio, interp=2, **kwargs):
             x0, y0 = random.randint(0, w - crop_w), random.randint(0, h - crop_h)
             return fixed_crop(src, x0, y0, crop_w, crop_h, size, interp), (x0, y0, crop_w, crop_h)
     return center_crop(src, size, interp)
+
+
+def _rotation_grid(n, h, w, radians, zoom_in, zoom_out):
+    """The sampling grid (n, 2, h, w) of ``BilinearSampler`` that rotates
+    each of n images of h × w by its angle about the centre, in the
+    sampler's coordinates (-1..1 across the image, x first)."""
+    half_h, half_w = (h - 1) / 2.0, (w - 1) / 2.0
+    ys, xs = np.meshgrid(np.arange(h, dtype=np.float64) - half_h, np.arange(w, dtype=np.float64) - half_w,
+                         indexing="ij")
+    cos, sin = np.cos(radians)[:, None, None], np.sin(radians)[:, None, None]
+    # normalise after rotating, so that the aspect ratio is kept
+    gx = (xs * cos - ys * sin) / half_w
+    gy = (xs * sin + ys * cos) / half_h
+    if zoom_in or zoom_out:
+        # extents of the rotated image's bounding box
+        turn = np.abs(radians)
+        reach_w = np.abs(w * np.cos(turn)) + np.abs(h * np.sin(turn))
+        reach_h = np.abs(w * np.sin(turn)) + np.abs(h * np.cos(turn))
+        if zoom_out:  # the whole rotated image fits
+            scale = np.maximum(reach_w / w, reach_h / h)
+        else:  # no border shows
+            scale = np.minimum(w / reach_w, h / reach_h)
+        gx, gy = gx * scale[:, None, None], gy * scale[:, None, None]
+    return np.stack([gx, gy], axis=1).astype(np.float32)
+
+
+def imrotate(src, rotation_degrees, zoom_in=False, zoom_out=False):
+    """Rotates a float32 image (C, H, W) or batch (N, C, H, W) by
+    ``rotation_degrees`` (a number; for a batch also one angle per image)
+    counter-clockwise about its centre, keeping its shape, by bilinear
+    sampling (outside the image: zeros). ``zoom_in`` enlarges so that no
+    border shows; ``zoom_out`` shrinks so that the whole image shows.
+    Differentiable with respect to ``src``."""
+    nd = _nd()
+    if zoom_in and zoom_out:
+        raise ValueError("imrotate: `zoom_in` and `zoom_out` cannot be both True")
+    if src.dtype != np.float32:
+        raise TypeError(f"imrotate: only float32 images are supported, got {np.dtype(src.dtype).name} "
+                        "(convert with ToTensor or astype('float32'))")
+    single = src.ndim == 3
+    if single:
+        if not isinstance(rotation_degrees, numeric_types):
+            raise TypeError("imrotate: a single image takes one angle (a number)")
+        src = src.expand_dims(axis=0)
+    elif src.ndim != 4:
+        raise ValueError(f"imrotate: takes (C, H, W) or (N, C, H, W) images, got {src.ndim} dimensions")
+    n, _, h, w = src.shape
+    if isinstance(rotation_degrees, numeric_types):
+        degrees = np.full(n, float(rotation_degrees))
+    else:
+        degrees = np.asarray(rotation_degrees.asnumpy() if hasattr(rotation_degrees, "asnumpy")
+                             else rotation_degrees, dtype=np.float64).reshape(-1)
+    if len(degrees) != n:
+        raise ValueError(f"imrotate: {n} images need {n} angles, got {len(degrees)}")
+    grid = nd.array(_rotation_grid(n, h, w, np.deg2rad(degrees), zoom_in, zoom_out), ctx=src.context)
+    out = nd.BilinearSampler(src, grid)
+    return out[0] if single else out
+
+
+def random_rotate(src, angle_limits, zoom_in=False, zoom_out=False):
+    """:func:`imrotate` by an angle drawn uniformly (numpy's generator)
+    from ``angle_limits`` (low, high) degrees, one per image of a batch."""
+    if src.ndim == 3:
+        degrees = np.random.uniform(*angle_limits)
+    else:
+        degrees = np.random.uniform(*angle_limits, size=src.shape[0])
+    return imrotate(src, degrees, zoom_in=zoom_in, zoom_out=zoom_out)

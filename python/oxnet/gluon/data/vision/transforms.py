@@ -21,7 +21,8 @@ from ....base import numeric_types
 
 __all__ = ["Compose", "Cast", "ToTensor", "Normalize", "RandomResizedCrop", "CropResize", "CenterCrop", "Resize",
            "RandomFlipLeftRight", "RandomFlipTopBottom", "RandomBrightness", "RandomContrast", "RandomSaturation",
-           "RandomHue", "RandomColorJitter", "RandomLighting", "RandomApply", "HybridRandomApply"]
+           "RandomHue", "RandomColorJitter", "RandomLighting", "RandomApply", "HybridRandomApply", "Rotate",
+           "RandomRotation"]
 
 
 class Compose(Sequential):
@@ -78,6 +79,42 @@ class Normalize(HybridBlock):
 
     def hybrid_forward(self, F, x):
         return F.image.normalize(x, mean=self._mean, std=self._std)
+
+
+class Rotate(Block):
+    """Rotates float32 (C, H, W) images or (N, C, H, W) batches by
+    ``rotation_degrees`` counter-clockwise, keeping their shape
+    (:func:`mx.image.imrotate`; ``zoom_in``: no border shows, ``zoom_out``:
+    all of the image shows). Place it after ``ToTensor``."""
+
+    def __init__(self, rotation_degrees, zoom_in=False, zoom_out=False):
+        super().__init__()
+        self._args = (rotation_degrees, zoom_in, zoom_out)
+
+    def forward(self, x):
+        return image.imrotate(x, *self._args)
+
+
+class RandomRotation(Block):
+    """With probability ``rotate_with_proba``, rotates float32 (C, H, W)
+    images or (N, C, H, W) batches by an angle drawn uniformly from
+    ``angle_limits`` (low, high) degrees, one per image
+    (:func:`mx.image.random_rotate`); otherwise returns them unchanged."""
+
+    def __init__(self, angle_limits, zoom_in=False, zoom_out=False, rotate_with_proba=1.0):
+        super().__init__()
+        lower, upper = angle_limits
+        if lower >= upper:
+            raise ValueError(f"RandomRotation: angle_limits must be (low, high) with low < high, got {angle_limits}")
+        if not 0 <= rotate_with_proba <= 1:
+            raise ValueError(f"RandomRotation: rotate_with_proba must be within [0, 1], got {rotate_with_proba}")
+        self._args = ((lower, upper), zoom_in, zoom_out)
+        self._proba = rotate_with_proba
+
+    def forward(self, x):
+        if np.random.random() > self._proba:
+            return x
+        return image.random_rotate(x, *self._args)
 
 
 class RandomResizedCrop(Block):
