@@ -1,10 +1,12 @@
 """``gluon.data.vision.transforms``: image transforms as Blocks, MXNet
 1.9.1's names and arguments. ``Cast``, ``ToTensor``, ``Normalize``,
 ``Resize``, ``CropResize``, ``RandomFlipLeftRight`` and
-``RandomFlipTopBottom`` are HybridBlocks on the ``_image_*`` operators, so
-a ``Compose`` of them hybridizes into one graph. The crops drawn at random
-and the colour jitters run imperatively (Blocks): MXNet makes the colour
-jitters HybridBlocks on operators oxnet does not have yet.
+``RandomFlipTopBottom`` and the colour jitters (``RandomBrightness``,
+``RandomContrast``, ``RandomSaturation``, ``RandomHue``,
+``RandomColorJitter``, ``RandomLighting``) are HybridBlocks on the
+``_image_*`` operators, so a ``Compose`` of them hybridizes into one graph.
+The crops drawn at random and the rotations run imperatively (Blocks), as
+in MXNet.
 
 Images are (height, width, channels) NDArrays, or batches of them, until
 ``ToTensor`` makes them (channels, height, width) float32 in [0, 1].
@@ -190,142 +192,91 @@ class RandomFlipTopBottom(HybridBlock):
         return F.image.random_flip_top_bottom(x)
 
 
-_LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+def _factor_range(amount, what):
+    if amount < 0:
+        raise ValueError(f"{what} must not be negative, got {amount}")
+    return max(0.0, 1.0 - amount), 1.0 + amount
 
 
-def _factor(amount):
-    """A factor drawn uniformly from [max(0, 1 - amount), 1 + amount]."""
-    return random.uniform(max(0.0, 1.0 - amount), 1.0 + amount)
-
-
-def _as_float(x):
-    return x if x.dtype == np.float32 else x.astype("float32")
-
-
-def _like(out, x):
-    """``out`` (float32) in ``x``'s dtype, saturated for uint8."""
-    if x.dtype == np.uint8:
-        return nd.clip(out, 0, 255).round().astype("uint8")
-    return out.astype(x.dtype) if out.dtype != x.dtype else out
-
-
-class RandomBrightness(Block):
-    """Scales the image by a factor drawn from [max(0, 1 - b), 1 + b]."""
+class RandomBrightness(HybridBlock):
+    """Scales each image by a factor drawn from [max(0, 1 - b), 1 + b]
+    (``_image_random_brightness``)."""
 
     def __init__(self, brightness):
         super().__init__()
-        self._brightness = brightness
+        self._args = _factor_range(brightness, "RandomBrightness: brightness")
 
-    def forward(self, x):
-        return _like(_as_float(x) * _factor(self._brightness), x)
+    def hybrid_forward(self, F, x):
+        return F.image.random_brightness(x, *self._args)
 
 
-class RandomContrast(Block):
-    """Blends the image with its mean grey level by a factor drawn from
-    [max(0, 1 - c), 1 + c]."""
+class RandomContrast(HybridBlock):
+    """Blends each image with its mean grey level by a factor drawn from
+    [max(0, 1 - c), 1 + c] (``_image_random_contrast``)."""
 
     def __init__(self, contrast):
         super().__init__()
-        self._contrast = contrast
+        self._args = _factor_range(contrast, "RandomContrast: contrast")
 
-    def forward(self, x):
-        alpha = _factor(self._contrast)
-        f = _as_float(x)
-        grey = nd.sum(f * nd.array(_LUMA), axis=-1, keepdims=True) if x.shape[-1] == 3 else f
-        mean = nd.mean(grey, axis=(-3, -2, -1), keepdims=True)
-        return _like(nd.broadcast_add(f * alpha, mean * (1 - alpha)), x)
+    def hybrid_forward(self, F, x):
+        return F.image.random_contrast(x, *self._args)
 
 
-class RandomSaturation(Block):
+class RandomSaturation(HybridBlock):
     """Blends each pixel with its grey level by a factor drawn from
-    [max(0, 1 - s), 1 + s] (MXNet's operator takes the blue channel's share
-    of the grey level alone; this uses the whole)."""
+    [max(0, 1 - s), 1 + s] (``_image_random_saturation``; MXNet's operator
+    takes the blue channel's share of the grey level alone, this the whole)."""
 
     def __init__(self, saturation):
         super().__init__()
-        self._saturation = saturation
+        self._args = _factor_range(saturation, "RandomSaturation: saturation")
 
-    def forward(self, x):
-        alpha = _factor(self._saturation)
-        if x.shape[-1] != 3:
-            return x
-        f = _as_float(x)
-        grey = nd.sum(f * nd.array(_LUMA), axis=-1, keepdims=True)
-        return _like(nd.broadcast_add(f * alpha, grey * (1 - alpha)), x)
+    def hybrid_forward(self, F, x):
+        return F.image.random_saturation(x, *self._args)
 
 
-def _rgb_to_hls(rgb):
-    """Hue in degrees, lightness and saturation in [0, 1] of RGB in [0, 255] (OpenCV's HLS)."""
-    rgb = rgb / 255.0
-    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
-    vmax, vmin = rgb.max(axis=-1), rgb.min(axis=-1)
-    diff = vmax - vmin
-    light = (vmax + vmin) / 2
-    safe = np.where(diff > 1e-7, diff, 1.0)
-    sat = np.where(diff > 1e-7, np.where(light < 0.5, diff / np.maximum(vmax + vmin, 1e-7),
-                                         diff / np.maximum(2.0 - vmax - vmin, 1e-7)), 0.0)
-    hue = np.where(vmax == r, (g - b) * 60 / safe,
-                   np.where(vmax == g, (b - r) * 60 / safe + 120, (r - g) * 60 / safe + 240))
-    hue = np.where(diff > 1e-7, hue % 360, 0.0)
-    return hue, light, sat
-
-
-def _hls_to_rgb(hue, light, sat):
-    def channel(n):
-        k = (n + hue / 30) % 12
-        a = sat * np.minimum(light, 1 - light)
-        return light - a * np.clip(np.minimum(k - 3, 9 - k), -1, 1)
-    return np.stack([channel(0), channel(8), channel(4)], axis=-1) * 255.0
-
-
-class RandomHue(Block):
-    """Rotates the hue by a fraction of a turn drawn from [-h, h] (in HLS space)."""
+class RandomHue(HybridBlock):
+    """Turns the hue by a fraction of the colour circle drawn from [-h, h]
+    (``_image_random_hue``, in HLS space)."""
 
     def __init__(self, hue):
         super().__init__()
-        self._hue = hue
+        if hue < 0:
+            raise ValueError(f"RandomHue: hue must not be negative, got {hue}")
+        self._args = (-hue, hue)
 
-    def forward(self, x):
-        alpha = random.uniform(-self._hue, self._hue)
-        if x.shape[-1] != 3:
-            return x
-        h, l, s = _rgb_to_hls(x.asnumpy().astype(np.float64))
-        out = nd.array(_hls_to_rgb((h + alpha * 360.0) % 360, l, s).astype(np.float32))
-        return _like(out, x)
+    def hybrid_forward(self, F, x):
+        return F.image.random_hue(x, *self._args)
 
 
-class RandomColorJitter(Block):
-    """Brightness, contrast, saturation and hue jitters (those not 0) in a random order."""
+class RandomColorJitter(HybridBlock):
+    """Brightness, contrast, saturation and hue jitters (those not 0) in a
+    random order (``_image_random_color_jitter``)."""
 
     def __init__(self, brightness=0, contrast=0, saturation=0, hue=0):
         super().__init__()
-        self._jitters = [cls(v) for cls, v in ((RandomBrightness, brightness), (RandomContrast, contrast),
-                                               (RandomSaturation, saturation), (RandomHue, hue)) if v]
+        for name, v in (("brightness", brightness), ("contrast", contrast), ("saturation", saturation),
+                        ("hue", hue)):
+            if v < 0:
+                raise ValueError(f"RandomColorJitter: {name} must not be negative, got {v}")
+        self._args = (brightness, contrast, saturation, hue)
 
-    def forward(self, x):
-        order = list(self._jitters)
-        random.shuffle(order)
-        for t in order:
-            x = t(x)
-        return x
-
-
-# AlexNet's ImageNet PCA, as MXNet's lighting operator has it
-_EIGVAL = np.array([55.46, 4.794, 1.148])
-_EIGVEC = np.array([[-0.5675, 0.7192, 0.4009], [-0.5808, -0.0045, -0.8140], [-0.5836, -0.6948, 0.4203]])
+    def hybrid_forward(self, F, x):
+        return F.image.random_color_jitter(x, *self._args)
 
 
-class RandomLighting(Block):
-    """AlexNet's PCA lighting noise with deviation ``alpha``."""
+class RandomLighting(HybridBlock):
+    """AlexNet's PCA lighting noise, alphas drawn from N(0, alpha²)
+    (``_image_random_lighting``)."""
 
     def __init__(self, alpha):
         super().__init__()
+        if alpha < 0:
+            raise ValueError(f"RandomLighting: alpha must not be negative, got {alpha}")
         self._alpha = alpha
 
-    def forward(self, x):
-        a = np.random.normal(0, self._alpha, size=(3,))
-        shift = nd.array(np.dot(_EIGVEC * a, _EIGVAL).astype(np.float32))
-        return _like(nd.broadcast_add(_as_float(x), shift), x)
+    def hybrid_forward(self, F, x):
+        return F.image.random_lighting(x, self._alpha)
 
 
 class RandomApply(Sequential):
