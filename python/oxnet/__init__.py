@@ -14,7 +14,7 @@ The API follows Apache MXNet 1.x, so code written for it runs with
 from . import base, context, ndarray, autograd, operator, random, test_utils, library
 from . import name, attribute, symbol, executor
 from .base import MXNetError
-from .context import Context, cpu, gpu, current_context, num_gpus
+from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
 from .operator import customop
 from .attribute import AttrScope
 
@@ -25,7 +25,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "base", "context", "ndarray", "nd", "autograd", "operator", "random", "test_utils", "library",
-    "MXNetError", "Context", "cpu", "gpu", "current_context", "num_gpus", "customop",
+    "MXNetError", "Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus", "customop",
     "name", "attribute", "AttrScope", "symbol", "sym", "executor",
 ]
 from . import visualization; viz = visualization; __all__ += ["visualization", "viz"]  # noqa: E402,E702

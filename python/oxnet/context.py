@@ -13,7 +13,8 @@ import threading
 
 from .base import ScopedClassMeta, classproperty
 
-__all__ = ["Context", "cpu", "gpu", "current_context", "num_gpus", "gpu_host_fallbacks"]
+__all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus", "gpu_memory_info",
+           "gpu_host_fallbacks"]
 
 
 class Context(metaclass=ScopedClassMeta):
@@ -86,6 +87,20 @@ def cpu(device_id=0):
 def gpu(device_id=0):
     """A GPU context (CUDA device ``device_id``)."""
     return Context("gpu", device_id)
+
+
+def cpu_pinned(device_id=0):
+    """MXNet's page-locked host memory context. oxnet allocates host arrays
+    one way, so arrays made or moved there live in ordinary host memory
+    and report ``cpu(0)``."""
+    return Context("cpu_pinned", device_id)
+
+
+def gpu_memory_info(device_id=0):
+    """(free, total) bytes of GPU ``device_id``'s memory, as its driver reports them."""
+    from . import _oxnet
+
+    return _oxnet.gpu_memory_info(device_id)
 
 
 def num_gpus():

@@ -20,7 +20,7 @@ import threading
 __all__ = [
     "getenv", "setenv", "set_np_shape", "is_np_shape", "np_shape", "use_np_shape",
     "np_array", "is_np_array", "use_np_array", "use_np", "set_np", "reset_np",
-    "get_gpu_count", "get_gpu_memory", "set_module",
+    "get_gpu_count", "get_gpu_memory", "get_cuda_compute_capability", "set_module",
 ]
 
 
@@ -176,6 +176,13 @@ def get_gpu_memory(gpu_dev_id):
     from . import _oxnet
 
     return _oxnet.gpu_memory_info(gpu_dev_id)
+
+
+def get_cuda_compute_capability(ctx):
+    """The CUDA compute capability of ``ctx``'s GPU as an int (90 for 9.0)."""
+    from .test_utils import get_cuda_compute_capability as capability
+
+    return capability(ctx)
 
 
 def set_module(module):

@@ -75,3 +75,39 @@ def test_check_sha1(tmp_path):
     path.write_bytes(content)
     assert utils.check_sha1(str(path), hashlib.sha1(content).hexdigest())
     assert not utils.check_sha1(str(path), "0" * 40)
+
+
+def test_download_fetches_checks_and_reports(tmp_path):
+    import pathlib
+
+    from oxnet.gluon.utils import check_sha1, download
+
+    src = tmp_path / "remote" / "weights.bin"
+    src.parent.mkdir()
+    src.write_bytes(b"oxnet" * 1000)
+    sha1 = hashlib.sha1(src.read_bytes()).hexdigest()
+    url = pathlib.Path(src).as_uri()
+    dest = tmp_path / "cache"
+    dest.mkdir()
+    got = download(url, path=str(dest), sha1_hash=sha1)
+    assert got == str(dest / "weights.bin") and check_sha1(got, sha1)
+    # present and matching: not fetched again (the source may be gone)
+    src.unlink()
+    assert download(url, path=str(dest), sha1_hash=sha1) == got
+    # a missing source is an error naming the URL, after the retries, leaving no partial file
+    with pytest.raises(RuntimeError, match="could not fetch .*weights.bin after 2 attempt"):
+        download(url, path=str(tmp_path / "other.bin"), retries=1)
+    assert not list(tmp_path.glob("other.bin*"))
+    # a hash mismatch is reported (MXNet's UserWarning)
+    src.write_bytes(b"changed")
+    with pytest.raises(RuntimeError, match="hash does not match"):
+        download(url, path=str(tmp_path / "third.bin"), sha1_hash=sha1, retries=0)
+
+
+def test_shape_is_known():
+    from oxnet.gluon.utils import shape_is_known
+
+    assert shape_is_known((2, 3)) and not shape_is_known((2, 0)) and not shape_is_known(None)
+    assert not shape_is_known(())
+    with mx.np_shape(True):
+        assert shape_is_known(()) and shape_is_known((2, 0)) and not shape_is_known((2, -1))

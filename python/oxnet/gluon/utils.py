@@ -1,19 +1,22 @@
 """Gluon helpers (``mx.gluon.utils``): splitting a batch over devices,
-rescaling gradients by their global norm, checking a file's SHA-1.
-
-``download`` (fetching files over HTTP) and ``replace_file`` are not provided:
-oxnet does not reach the network; fetch files with your own tools and check
-them with ``check_sha1``.
+rescaling gradients by their global norm, checking a file's SHA-1,
+downloading a file (``download``, through Python's ``urllib``: http,
+https, ftp and file URLs), ``replace_file`` and ``shape_is_known``.
 """
 
 import hashlib
+import os
+import ssl
+import urllib.request
+import uuid
 import warnings
 
 import numpy as np
 
 from .. import ndarray
 
-__all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1"]
+__all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1", "download", "replace_file",
+           "shape_is_known"]
 
 
 def split_data(data, num_slice, batch_axis=0, even_split=True):
@@ -108,3 +111,77 @@ def check_sha1(filename, sha1_hash):
         for chunk in iter(lambda: f.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest() == sha1_hash
+
+
+def replace_file(src, dst):
+    """Moves ``src`` over ``dst`` in one step (atomic on one file system)."""
+    os.replace(src, dst)
+
+
+def shape_is_known(shape):
+    """True when every dimension of ``shape`` is known: not 0 under MXNet
+    1.x's shape semantics (-1 under ``mx.np_shape``); an empty shape is
+    known only under the NumPy semantics."""
+    from ..util import is_np_shape
+
+    if shape is None:
+        return False
+    unknown = -1 if is_np_shape() else 0
+    if len(shape) == 0:
+        return unknown == -1
+    for dim in shape:
+        if dim == unknown:
+            return False
+        if dim < unknown:
+            raise ValueError(f"shape_is_known: dimensions cannot be below {unknown}, got {dim} in {shape}")
+    return True
+
+
+def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_ssl=True):
+    """Downloads ``url`` to ``path`` (a file, or a folder to put the URL's
+    file name in; default: that name here) unless the file is there already
+    (and matches ``sha1_hash`` when given) or ``overwrite``; retries
+    ``retries`` times; returns the file's path. The file appears whole or
+    not at all (written aside, then moved in place). A failure after the
+    retries raises an error naming the URL and the cause."""
+    if path is None:
+        fname = url.split("/")[-1]
+        if not fname:
+            raise ValueError(f"download: cannot name a file after {url!r}; give `path`")
+    else:
+        path = os.path.expanduser(path)
+        fname = os.path.join(path, url.split("/")[-1]) if os.path.isdir(path) else path
+    if retries < 0:
+        raise ValueError(f"download: retries must be at least 0, got {retries}")
+    if not verify_ssl:
+        warnings.warn("Unverified HTTPS request is being made (verify_ssl=False). "
+                      "Adding certificate verification is strongly advised.")
+    if not (overwrite or not os.path.exists(fname) or (sha1_hash and not check_sha1(fname, sha1_hash))):
+        return fname
+    os.makedirs(os.path.dirname(os.path.abspath(fname)), exist_ok=True)
+    context = None if verify_ssl else ssl._create_unverified_context()  # pylint: disable=protected-access
+    last_error = None
+    for attempt in range(retries + 1):
+        tmp = f"{fname}.{uuid.uuid4()}"
+        try:
+            print(f"Downloading {fname} from {url}...")
+            with urllib.request.urlopen(url, context=context) as response, open(tmp, "wb") as out:
+                status = getattr(response, "status", None)
+                if status is not None and status != 200:
+                    raise RuntimeError(f"the server answered {status}")
+                for chunk in iter(lambda: response.read(1 << 20), b""):
+                    out.write(chunk)
+            if sha1_hash and not check_sha1(tmp, sha1_hash):
+                raise UserWarning(f"File {fname} is downloaded but the content hash does not match. "
+                                  "The repo may be outdated or download may be incomplete. If the "
+                                  '"repo_url" is overridden, consider switching to the default repo.')
+            replace_file(tmp, fname)
+            return fname
+        except Exception as e:  # pylint: disable=broad-except
+            last_error = e
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            if attempt < retries:
+                print(f"download failed due to {e!r}, retrying, {retries - attempt} attempt(s) left")
+    raise RuntimeError(f"download: could not fetch {url} after {retries + 1} attempt(s): {last_error}") \
+        from last_error
