@@ -171,9 +171,14 @@ class MXIndexedRecordIO(MXRecordIO):
         return self.handle.tell()
 
     def read_idx(self, idx):
-        """The record of key ``idx``."""
-        self.seek(idx)
-        return self.read()
+        """The record of key ``idx``. The seek and the read are one step,
+        so threads sharing this reader may read keys concurrently."""
+        assert not self.writable
+        self._require_open()
+        self._check_pid(allow_reset=True)
+        if idx not in self.idx:
+            raise KeyError(f"{idx!r} is not a key of {self.idx_path}")
+        return self.handle.read_at(self.idx[idx])
 
     def write_idx(self, idx, buf):
         """Writes the record ``buf`` under key ``idx``."""

@@ -143,3 +143,66 @@ def test_bad_flags_files_and_records_are_errors(tmp_path):
         mxnet_reader().read_idx(99)
     with pytest.raises(MXNetError, match="cannot decode"):
         mx.recordio.unpack_img(mx.recordio.pack((0, 0.0, 0, 0), b"not an image"))
+
+
+
+# Run in a child interpreter: a deadlock between the GIL and the file's lock
+# stops every Python thread, the one joining with a timeout included, so
+# only a process limit can end it.
+SHARED_READER_SCRIPT = r"""
+import random, sys, threading
+import oxnet as mx
+
+idx, rec, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rng = random.Random(7)
+records = [bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, 3000))) for _ in range(count)]
+reader = mx.recordio.MXIndexedRecordIO(idx, rec, "r")
+wrong, errors = [], []
+
+def work(seed):
+    picks = random.Random(seed)
+    try:
+        for _ in range(400):
+            key = picks.randrange(count)
+            if reader.read_idx(key) != records[key]:
+                wrong.append(key)
+    except Exception as e:
+        errors.append(repr(e))
+
+threads = [threading.Thread(target=work, args=(seed,), daemon=True) for seed in range(6)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join(timeout=60)
+alive = sum(t.is_alive() for t in threads)
+print("alive", alive, "wrong", len(wrong), "errors", errors, flush=True)
+"""
+
+
+def test_threads_sharing_an_indexed_reader_get_their_records(tmp_path):
+    # One reader shared by several threads (a DataLoader with thread_pool=True
+    # over an ImageRecordDataset): each read_idx returns exactly its record,
+    # and no two threads deadlock (none waits for the file's lock holding the
+    # GIL, nor for the GIL holding the lock).
+    import random
+    import sys
+
+    count = 120
+    rng = random.Random(7)
+    records = [bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, 3000))) for _ in range(count)]
+    idx, rec = str(tmp_path / "t.idx"), str(tmp_path / "t.rec")
+    writer = mx.recordio.MXIndexedRecordIO(idx, rec, "w")
+    for key, record in enumerate(records):
+        writer.write_idx(key, record)
+    writer.close()
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", SHARED_READER_SCRIPT, idx, rec, str(count)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("threads reading one record file deadlocked (the child was killed after 120 s)")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["alive", "0", "wrong", "0", "errors", "[]"], result.stdout + result.stderr[-2000:]

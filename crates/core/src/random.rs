@@ -1,15 +1,19 @@
 //! oxnet's global random generator: one seed makes whole runs reproducible.
 
+use crate::fork::ForkMutex;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
 use rand_pcg::Pcg64Mcg;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 /// The generator type behind every random draw in oxnet.
 pub type Generator = Pcg64Mcg;
 
-static GLOBAL: Mutex<Option<Generator>> = Mutex::new(None);
+/// The global generator (created on first use). A [`ForkMutex`]: threads
+/// draw from it while a `DataLoader` forks its workers, and a child must
+/// not start with it held.
+static GLOBAL: ForkMutex<Option<Generator>> = ForkMutex::new(None);
+crate::fork_safe!(GLOBAL);
 
 /// The seed used when none was set.
 pub const DEFAULT_SEED: u64 = 0x0_5eed;
@@ -21,7 +25,7 @@ static LAST_SEED: AtomicU64 = AtomicU64::new(DEFAULT_SEED);
 
 /// Reseeds the global generator (MXNet's `mx.random.seed`).
 pub fn seed(seed: u64) {
-    let mut guard = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut guard = GLOBAL.lock();
     *guard = Some(Generator::seed_from_u64(seed));
     LAST_SEED.store(seed, Ordering::SeqCst);
     GENERATION.fetch_add(1, Ordering::SeqCst);
@@ -43,7 +47,7 @@ pub fn last_seed() -> u64 {
 
 /// Runs `f` with exclusive access to the global generator.
 pub fn with_rng<R>(f: impl FnOnce(&mut Generator) -> R) -> R {
-    let mut guard = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut guard = GLOBAL.lock();
     let rng = guard.get_or_insert_with(|| Generator::seed_from_u64(DEFAULT_SEED));
     f(rng)
 }

@@ -16,16 +16,23 @@
 //! is an [`Error::UnknownOp`] that says how to link the built-ins.
 
 use crate::attrs::AttrSpec;
+use crate::fork::ForkRwLock;
 use crate::op::OpDef;
 use crate::{Error, Result};
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Once, RwLock};
+use std::sync::{Arc, Once};
 
 /// A registered operator.
 pub type Op = Arc<OpDef>;
 
-static REGISTRY: RwLock<Option<HashMap<String, Op>>> = RwLock::new(None);
+/// Every registered operator by name and alias. A [`ForkRwLock`]: operators
+/// are looked up on other threads while a `DataLoader` forks its workers.
+/// Operators it drops are dropped after the lock is released (a Python
+/// operator's drop may run Python code, which must not happen while a
+/// fork's prepare handler may be waiting for this lock).
+static REGISTRY: ForkRwLock<Option<HashMap<String, Op>>> = ForkRwLock::new(None);
+crate::fork_safe!(REGISTRY);
 static LINKED: Once = Once::new();
 
 /// The registrars of every linked operator crate, collected at link time
@@ -87,13 +94,23 @@ pub fn register(def: OpDef) -> Op {
     ensure_linked();
     let warn = !RUNNING_REGISTRARS.with(|f| f.get());
     let op = Arc::new(def);
-    let mut guard = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
-    let map = guard.get_or_insert_with(HashMap::new);
-    for name in std::iter::once(&op.name).chain(op.aliases.iter()) {
-        if map.insert(name.clone(), op.clone()).is_some() && warn {
-            eprintln!("oxnet warning: operator `{name}` was registered again; the new definition replaces the old one");
+    let mut replaced = Vec::new();
+    {
+        let mut guard = REGISTRY.write();
+        let map = guard.get_or_insert_with(HashMap::new);
+        for name in std::iter::once(&op.name).chain(op.aliases.iter()) {
+            if let Some(old) = map.insert(name.clone(), op.clone()) {
+                if warn {
+                    eprintln!(
+                        "oxnet warning: operator `{name}` was registered again; the new definition replaces the old one"
+                    );
+                }
+                replaced.push(old);
+            }
         }
     }
+    // The replaced operators are dropped here, the lock released.
+    drop(replaced);
     op
 }
 
@@ -102,17 +119,22 @@ pub fn register(def: OpDef) -> Op {
 /// calls already holding the operator finish normally.
 pub fn unregister(name: &str) -> bool {
     ensure_linked();
-    let mut guard = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
-    let Some(map) = guard.as_mut() else { return false };
-    let Some(op) = map.get(name).cloned() else { return false };
-    map.retain(|_, v| !Arc::ptr_eq(v, &op));
+    let op = {
+        let mut guard = REGISTRY.write();
+        let Some(map) = guard.as_mut() else { return false };
+        let Some(op) = map.get(name).cloned() else { return false };
+        map.retain(|_, v| !Arc::ptr_eq(v, &op));
+        op
+    };
+    // The operator is dropped here, the lock released.
+    drop(op);
     true
 }
 
 /// Looks an operator up by name or alias.
 pub fn get(name: &str) -> Result<Op> {
     ensure_linked();
-    let guard = REGISTRY.read().unwrap_or_else(|e| e.into_inner());
+    let guard = REGISTRY.read();
     guard.as_ref().and_then(|m| m.get(name).cloned()).ok_or_else(|| Error::UnknownOp(name.to_string()))
 }
 
@@ -144,27 +166,28 @@ pub struct OpInfo {
 /// sorted by name.
 pub fn list_ops() -> Vec<OpInfo> {
     ensure_linked();
-    let guard = REGISTRY.read().unwrap_or_else(|e| e.into_inner());
+    // The operators are gathered under the lock and described after it
+    // (their name functions are operator code, which may be slow or call
+    // into Python).
+    let ops: Vec<Op> = REGISTRY.read().as_ref().map(|m| m.values().cloned().collect()).unwrap_or_default();
     let mut seen = std::collections::HashSet::new();
     let mut out: Vec<OpInfo> = Vec::new();
-    if let Some(map) = guard.as_ref() {
-        for op in map.values() {
-            if !seen.insert(Arc::as_ptr(op) as usize) {
-                continue;
-            }
-            // names with default attributes, where they can be computed
-            let defaults = crate::Attrs::defaults(&op.attrs);
-            let names = |f: &crate::op::NamesFn| f(&defaults).unwrap_or_default();
-            out.push(OpInfo {
-                name: op.name.clone(),
-                aliases: op.aliases.clone(),
-                doc: op.doc.clone(),
-                arguments: names(&op.arguments),
-                outputs: names(&op.outputs),
-                attrs: op.attrs.clone(),
-                allow_extra_attrs: op.allow_extra_attrs,
-            });
+    for op in &ops {
+        if !seen.insert(Arc::as_ptr(op) as usize) {
+            continue;
         }
+        // names with default attributes, where they can be computed
+        let defaults = crate::Attrs::defaults(&op.attrs);
+        let names = |f: &crate::op::NamesFn| f(&defaults).unwrap_or_default();
+        out.push(OpInfo {
+            name: op.name.clone(),
+            aliases: op.aliases.clone(),
+            doc: op.doc.clone(),
+            arguments: names(&op.arguments),
+            outputs: names(&op.outputs),
+            attrs: op.attrs.clone(),
+            allow_extra_attrs: op.allow_extra_attrs,
+        });
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     out
