@@ -534,7 +534,10 @@ class _ProcessWorkers:
         # and fails a send it is blocked in; nothing here waits on a worker for
         # longer than the deadline below.
         for conn in self._tasks + self._results:
-            conn.close()
+            try:
+                conn.close()
+            except OSError:
+                pass  # already gone: the workers must still be joined below
         deadline = _now() + 1.0
         for proc in self._procs:
             proc.join(max(0.0, deadline - _now()))
