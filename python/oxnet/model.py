@@ -3,8 +3,8 @@
 A checkpoint is two files: ``<prefix>-symbol.json`` (the graph) and
 ``<prefix>-<epoch:04d>.params`` (an ``nd.save`` dict whose keys are
 ``arg:<name>`` for arguments and ``aux:<name>`` for auxiliary states).
-MXNet's deprecated ``FeedForward`` trainer is not provided; use
-``mx.mod.Module``.
+MXNet's deprecated ``FeedForward`` trainer is here too (it trains through
+``mx.mod.Module``, which new code should use).
 """
 
 import logging
@@ -15,7 +15,7 @@ from . import symbol as sym
 from .base import MXNetError
 from .context import cpu
 
-__all__ = ["BatchEndParam", "save_checkpoint", "load_checkpoint", "load_params"]
+__all__ = ["BatchEndParam", "save_checkpoint", "load_checkpoint", "load_params", "FeedForward"]
 
 BatchEndParam = namedtuple("BatchEndParams", ["epoch", "nbatch", "eval_metric", "locals"])
 BatchEndParam.__doc__ = """What batch-end callbacks receive: ``epoch``, ``nbatch`` (the batch
@@ -86,3 +86,6 @@ def load_checkpoint(prefix, epoch):
     symbol = sym.load(f"{prefix}-symbol.json")
     arg_params, aux_params = load_params(prefix, epoch)
     return symbol, arg_params, aux_params
+
+
+from .feedforward import FeedForward  # noqa: E402  (it uses the functions above)
