@@ -556,3 +556,22 @@ def test_contrib_multi_tensor_wrappers_match_mxnet():
                                     beta1=0.9, beta2=0.99, epsilon=1e-6)
     np.testing.assert_allclose(w[0].asnumpy(), [0.42312261, -1.05296862, 2.20924664], rtol=1e-6)
     np.testing.assert_allclose(w[1].asnumpy(), [[0.32258126, -0.7597661], [1.46165359, 0.11945868]], rtol=1e-6)
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_dcasgd_matches_its_formula(momentum):
+    rng = np.random.RandomState(0)
+    w0 = rng.normal(size=(3, 4)).astype(np.float32)
+    grads = [rng.normal(size=(3, 4)).astype(np.float32) for _ in range(3)]
+    opt = mx.optimizer.create("dcasgd", learning_rate=0.1, momentum=momentum, lamda=0.5, wd=0.01,
+                              rescale_grad=0.5)
+    weight = mx.nd.array(w0)
+    state = opt.create_state(0, weight)
+    w, prev, mom = w0.astype(np.float64), w0.astype(np.float64), np.zeros_like(w0, dtype=np.float64)
+    for g in grads:
+        opt.update(0, weight, mx.nd.array(g), state)
+        g = g * 0.5
+        step = -0.1 * (g + 0.01 * w + 0.5 * g * g * (w - prev))
+        mom = momentum * mom + step if momentum else step
+        prev, w = w, w + mom
+    np.testing.assert_allclose(weight.asnumpy(), w, rtol=1e-5, atol=1e-6)

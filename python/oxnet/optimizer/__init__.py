@@ -11,11 +11,11 @@ The built-in optimizers (``SGD``, ``NAG``, ``Adam``, ``AdamW``, ``AdaGrad``,
 """
 
 from .optimizer import (Optimizer, register, create, SGD, NAG, Adam, AdamW, AdaGrad, AdaDelta, RMSProp,
-                        Adamax, Nadam, Ftrl, FTML, Signum, SignSGD, LAMB, LARS, SGLD)
+                        Adamax, Nadam, Ftrl, FTML, Signum, SignSGD, LAMB, LARS, SGLD, DCASGD)
 from .updater import Updater, get_updater
 
 __all__ = [
     "Optimizer", "register", "create", "get_updater", "Updater", "SGD", "NAG", "Adam", "AdamW", "AdaGrad",
     "AdaDelta", "RMSProp", "Adamax", "Nadam", "Ftrl", "FTML", "Signum", "SignSGD", "LAMB", "LARS",
-    "SGLD",
+    "SGLD", "DCASGD",
 ]

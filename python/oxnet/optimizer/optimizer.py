@@ -21,7 +21,7 @@ from ..ndarray import NDArray
 
 __all__ = [
     "Optimizer", "register", "create", "SGD", "NAG", "Adam", "AdamW", "AdaGrad", "AdaDelta", "RMSProp",
-    "Adamax", "Nadam", "Ftrl", "FTML", "Signum", "SignSGD", "LAMB", "LARS", "SGLD",
+    "Adamax", "Nadam", "Ftrl", "FTML", "Signum", "SignSGD", "LAMB", "LARS", "SGLD", "DCASGD",
 ]
 
 
@@ -722,3 +722,46 @@ class SGLD(Optimizer):
             grad = nd.clip(grad, -self.clip_gradient, self.clip_gradient)
         weight[:] += -lr / 2 * (grad + wd * weight)
         weight[:] += nd.random.normal(0, lr ** 0.5, shape=weight.shape, dtype=weight.dtype, ctx=weight.context)
+
+
+@register
+class DCASGD(Optimizer):
+    """Delay-compensated asynchronous SGD (Zheng et al., 2016): the gradient
+    is corrected for the weight having moved since it was computed, by
+    ``lamda * grad² * (weight - previous weight)``; with ``momentum``::
+
+        grad = clip(grad * rescale_grad, clip_gradient)
+        step = -lr * (grad + wd * weight + lamda * grad * grad * (weight - previous))
+        mom = momentum * mom + step          (mom = step without momentum)
+        previous = weight;  weight += mom
+
+    (MXNet 1.9.1's momentum branch tests the momentum array's truth, which
+    fails for arrays of more than one element; here it works.)
+    """
+
+    def __init__(self, momentum=0.0, lamda=0.04, **kwargs):
+        super().__init__(**kwargs)
+        self.momentum = momentum
+        self.lamda = lamda
+
+    def create_state(self, index, weight):
+        mom = None if self.momentum == 0.0 else nd.zeros(weight.shape, weight.context, dtype=weight.dtype)
+        return mom, weight.copy()
+
+    def update(self, index, weight, grad, state):
+        if not isinstance(weight, NDArray) or not isinstance(grad, NDArray):
+            raise TypeError("DCASGD.update takes NDArray weight and grad")
+        self._update_count(index)
+        lr = self._get_lr(index)
+        wd = self._get_wd(index)
+        grad = grad * self.rescale_grad
+        if self.clip_gradient is not None:
+            grad = nd.clip(grad, -self.clip_gradient, self.clip_gradient)
+        mom, previous = state
+        step = -lr * (grad + wd * weight + self.lamda * grad * grad * (weight - previous))
+        if mom is not None:
+            mom[:] *= self.momentum
+            mom[:] += step
+            step = mom
+        previous[:] = weight
+        weight[:] += step
