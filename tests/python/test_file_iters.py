@@ -93,3 +93,8 @@ def test_by_hand_and_errors(tmp_path):
         mx.io.MNISTIter(image=str(tmp_path / "nothing"), label=str(tmp_path / "lab"))
     with pytest.raises(ValueError, match="not an IDX image file"):
         mx.io.MNISTIter(image=str(tmp_path / "lab"), label=str(tmp_path / "lab"))
+
+
+def test_libsvm_iter_says_it_is_not_provided():
+    with pytest.raises(mx.MXNetError, match="LibSVMIter is not provided.*sparse"):
+        mx.io.LibSVMIter(data_libsvm="train.libsvm", data_shape=(10,), batch_size=2)

@@ -3,14 +3,15 @@
 What exists: ``DataDesc``, ``DataBatch``, ``DataIter``, ``NDArrayIter``,
 ``ResizeIter``, ``PrefetchingIter``, ``ImageRecordIter`` (decoding and
 augmenting in Rust on background threads), ``MNISTIter``, ``CSVIter``.
-Not here: ``LibSVMIter`` (sparse storage).
+``LibSVMIter`` exists but raises at construction: its batches are sparse
+CSR arrays, and oxnet stores arrays densely.
 """
 
 from .base import DataBatch, DataDesc, DataIter
 from .ndarray_iter import NDArrayIter
 from .wrappers import PrefetchingIter, ResizeIter
 from .image_record_iter import ImageRecordIter
-from .file_iters import CSVIter, MNISTIter
+from .file_iters import CSVIter, LibSVMIter, MNISTIter
 
 __all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "ResizeIter", "PrefetchingIter", "ImageRecordIter",
-           "MNISTIter", "CSVIter"]
+           "MNISTIter", "CSVIter", "LibSVMIter"]

@@ -19,9 +19,10 @@ import struct
 
 import numpy as np
 
+from ..base import MXNetError
 from .base import DataBatch, DataDesc, DataIter
 
-__all__ = ["MNISTIter", "CSVIter"]
+__all__ = ["MNISTIter", "CSVIter", "LibSVMIter"]
 
 
 def _nd():
@@ -164,3 +165,16 @@ class CSVIter(DataIter):
         label = label.reshape(self.provide_label[0].shape)
         return DataBatch([nd.array(data, dtype=data.dtype)], [nd.array(label, dtype=label.dtype)], pad=pad,
                          provide_data=self.provide_data, provide_label=self.provide_label)
+
+
+class LibSVMIter(DataIter):
+    """MXNet's iterator over LibSVM text files, whose batches are sparse CSR
+    arrays. oxnet stores arrays densely, so constructing one is an error
+    that says so; read the file into dense arrays (e.g. with
+    ``sklearn.datasets.load_svmlight_file(...)[0].toarray()``) and use
+    ``NDArrayIter``."""
+
+    def __init__(self, *args, **kwargs):  # pylint: disable=super-init-not-called
+        del args, kwargs
+        raise MXNetError("LibSVMIter is not provided by oxnet: its batches are sparse (CSR) arrays and oxnet "
+                         "stores arrays densely; load the file into dense arrays and use NDArrayIter")
