@@ -51,13 +51,14 @@ pub fn decode(bytes: &[u8], channels: Channels, bgr: bool) -> Result<Image> {
     }
     let img = image::load_from_memory(bytes)
         .map_err(|e| Error::Invalid(format!("cannot decode the image ({} bytes): {e}", bytes.len())))?;
+    let png = image::guess_format(bytes).is_ok_and(|f| f == image::ImageFormat::Png);
     let (width, height) = (img.width() as usize, img.height() as usize);
     let stored = img.color().channel_count() as usize;
     let (data, channels) = match channels {
-        Channels::Grey => (grey(&img), 1),
+        Channels::Grey => (grey(&img, png), 1),
         Channels::Colour => (img.into_rgb8().into_raw(), 3),
         Channels::AsStored => match stored {
-            1 | 2 => (grey(&img), 1),
+            1 | 2 => (grey(&img, png), 1),
             4 => (img.into_rgba8().into_raw(), 4),
             _ => (img.into_rgb8().into_raw(), 3),
         },
@@ -69,9 +70,11 @@ pub fn decode(bytes: &[u8], channels: Channels, bgr: bool) -> Result<Image> {
     Ok(out)
 }
 
-/// Grey levels as OpenCV computes them from RGB (0.299 R + 0.587 G + 0.114 B,
-/// rounded), or the stored grey channel.
-fn grey(img: &DynamicImage) -> Vec<u8> {
+/// Grey levels as OpenCV's decoders make them from colour (0.299 R +
+/// 0.587 G + 0.114 B): for PNG, libpng's conversion OpenCV asks for (15-bit
+/// weights, truncated); otherwise OpenCV's `cvtColor` (14-bit, rounded).
+/// A stored grey channel is kept.
+fn grey(img: &DynamicImage, png: bool) -> Vec<u8> {
     if matches!(img.color(), ColorType::L8 | ColorType::La8) {
         return img.to_luma8().into_raw();
     }
@@ -79,8 +82,11 @@ fn grey(img: &DynamicImage) -> Vec<u8> {
         .pixels()
         .map(|p| {
             let [r, g, b] = p.0.map(u32::from);
-            // OpenCV's fixed-point weights (14 bits)
-            ((r * 4899 + g * 9617 + b * 1868 + (1 << 13)) >> 14) as u8
+            if png {
+                ((r * 9797 + g * 19234 + b * 3737) >> 15) as u8
+            } else {
+                ((r * 4899 + g * 9617 + b * 1868 + (1 << 13)) >> 14) as u8
+            }
         })
         .collect()
 }

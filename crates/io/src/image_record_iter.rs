@@ -6,16 +6,19 @@
 //! seeded shuffled order), decodes and augments them in parallel on
 //! `threads` threads, and hands finished batches over a bounded queue
 //! (`prefetch` batches ahead). The augmentation follows MXNet's default
-//! image augmenter: resize of the shorter side, enlargement of images
-//! smaller than the output, a random or central crop, mirroring, then
-//! `(pixel - mean) · scale / std` per channel, channels first, RGB.
+//! image augmenter ([`crate::augment`]: resize of the shorter side, affine
+//! warp, padding, crops, colour, HSL and PCA jitter), mirroring, then the
+//! output type's normalisation ([`crate::image_normalize`]), channels
+//! first, RGB.
 //! Each image's random draws come from a generator seeded by the seed, the
 //! epoch and the image's position, so a run is the same for any number of
 //! threads (MXNet's depend on which thread takes which image).
 
-use crate::image::{decode, Channels, Image};
+use crate::augment::{augment, AugmentParams};
+use crate::image::{decode, Channels};
+use crate::image_list::ImageList;
+use crate::image_normalize::Normalize;
 use crate::recordio::RecordReader;
-use crate::resize::{resize, Interp};
 use oxnet_core::{Error, Result};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
@@ -32,9 +35,10 @@ pub struct ImageRecordConfig {
     pub path_imgrec: PathBuf,
     /// Images per batch.
     pub batch_size: usize,
-    /// The output shape of one image: (channels, height, width); 1 or 3 channels.
+    /// The output shape of one image: (channels, height, width); 1, 3 or 4
+    /// (colour and alpha) channels.
     pub data_shape: [usize; 3],
-    /// Labels per image (from the record header's label array).
+    /// Labels per image (from the record header's label array, or from `path_imglist`).
     pub label_width: usize,
     /// Shuffles the records of this part at each epoch.
     pub shuffle: bool,
@@ -56,12 +60,14 @@ pub struct ImageRecordConfig {
     pub rand_mirror: bool,
     /// Mirrors every image.
     pub mirror: bool,
-    /// Per channel (R, G, B): subtracted.
-    pub mean: [f32; 3],
-    /// Per channel: divided by.
-    pub std: [f32; 3],
-    /// Multiplies after the mean is subtracted.
-    pub scale: f32,
+    /// The output's type and normalisation (mean, deviation, scale, mean
+    /// image, random contrast and illumination).
+    pub normalize: Normalize,
+    /// The default augmenter's other options (warp, crops, colour).
+    pub augment: AugmentParams,
+    /// An image list (`.lst`) whose labels replace the records' own, found
+    /// by each record's image index.
+    pub path_imglist: Option<PathBuf>,
     /// OpenCV's interpolation number (0 to 4, 9 auto, 10 random).
     pub inter_method: i64,
     /// This reader's part (of `num_parts`), for distributed training.
@@ -91,9 +97,9 @@ impl ImageRecordConfig {
             rand_crop: false,
             rand_mirror: false,
             mirror: false,
-            mean: [0.0; 3],
-            std: [1.0; 3],
-            scale: 1.0,
+            normalize: Normalize::default(),
+            augment: AugmentParams::default(),
+            path_imglist: None,
             inter_method: 1,
             part_index: 0,
             num_parts: 1,
@@ -106,8 +112,11 @@ impl ImageRecordConfig {
             return bad("batch_size", "must be positive".into());
         }
         let [c, h, w] = self.data_shape;
-        if !matches!(c, 1 | 3) || h == 0 || w == 0 {
-            return bad("data_shape", format!("must be (1 or 3, height, width), got {:?}", self.data_shape));
+        if !matches!(c, 1 | 3 | 4) || h == 0 || w == 0 {
+            return bad(
+                "data_shape",
+                format!("must be (1, 3 or 4, height, width), got {:?}", self.data_shape),
+            );
         }
         if self.num_parts == 0 || self.part_index >= self.num_parts {
             return bad("part_index", format!("{} is not a part of {}", self.part_index, self.num_parts));
@@ -118,10 +127,29 @@ impl ImageRecordConfig {
         if !matches!(self.inter_method, 0..=4 | 9 | 10) {
             return bad("inter_method", format!("{} is not 0 to 4, 9 or 10", self.inter_method));
         }
-        if self.std.contains(&0.0) {
-            return bad("std_r", "a standard deviation of 0".into());
+        let n = &self.normalize;
+        for (name, std) in ["std_r", "std_g", "std_b", "std_a"].into_iter().zip(n.std) {
+            if std == 0.0 {
+                return bad(name, "a standard deviation of 0".into());
+            }
         }
-        Ok(())
+        for (name, v) in [
+            ("max_random_contrast", n.max_random_contrast),
+            ("max_random_illumination", n.max_random_illumination),
+        ] {
+            if v.is_nan() || v < 0.0 {
+                return bad(name, format!("must be non-negative, got {v}"));
+            }
+        }
+        if let Some(m) = &n.mean_img {
+            if m.len() != c * h * w {
+                return bad(
+                    "mean_img",
+                    format!("holds {} values, the output (channels, height, width) {c}x{h}x{w}", m.len()),
+                );
+            }
+        }
+        self.augment.check(self.rand_crop)
     }
 }
 
@@ -144,6 +172,8 @@ pub struct ImageRecordIter {
     config: Arc<ImageRecordConfig>,
     /// Record offsets of this part, in file order.
     offsets: Arc<Vec<u64>>,
+    /// The labels of `path_imglist`.
+    labels: Option<Arc<ImageList>>,
     epoch: u64,
     /// Where in its order this epoch starts (after the last one's padding).
     start: usize,
@@ -188,15 +218,25 @@ impl ImageRecordIter {
                 config.num_parts
             )));
         }
+        let labels = match &config.path_imglist {
+            Some(path) => Some(Arc::new(ImageList::read(path, config.label_width)?)),
+            None => None,
+        };
         let mut it = ImageRecordIter {
             config: Arc::new(config),
             offsets: Arc::new(offsets),
+            labels,
             epoch: 0,
             start: 0,
             worker: None,
         };
         it.spawn_epoch();
         Ok(it)
+    }
+
+    /// The configuration it runs with.
+    pub fn config(&self) -> &ImageRecordConfig {
+        &self.config
     }
 
     /// The number of records this reader serves per epoch.
@@ -210,10 +250,11 @@ impl ImageRecordIter {
         let stop = Arc::new(AtomicBool::new(false));
         let (epoch, start) = (self.epoch, self.start);
         let (config, offsets, flag) = (self.config.clone(), self.offsets.clone(), stop.clone());
+        let labels = self.labels.clone();
         let thread = std::thread::Builder::new()
             .name("oxnet-image-record-iter".into())
             .spawn(move || {
-                let mut producer = match Producer::new(&config, &offsets, epoch, start) {
+                let mut producer = match Producer::new(&config, labels.as_deref(), &offsets, epoch, start) {
                     Ok(p) => p,
                     Err(e) => {
                         let _ = tx.send(Err(e));
@@ -272,6 +313,7 @@ type Record = (usize, Vec<u8>);
 /// Makes the batches of one epoch.
 struct Producer<'a> {
     config: &'a ImageRecordConfig,
+    labels: Option<&'a ImageList>,
     reader: RecordReader,
     order: Vec<u64>,
     /// Position in `order` of the next record.
@@ -280,7 +322,13 @@ struct Producer<'a> {
 }
 
 impl<'a> Producer<'a> {
-    fn new(config: &'a ImageRecordConfig, offsets: &[u64], epoch: u64, start: usize) -> Result<Producer<'a>> {
+    fn new(
+        config: &'a ImageRecordConfig,
+        labels: Option<&'a ImageList>,
+        offsets: &[u64],
+        epoch: u64,
+        start: usize,
+    ) -> Result<Producer<'a>> {
         let mut order = offsets.to_vec();
         if config.shuffle {
             let mut rng = Pcg64::seed_from_u64(config.seed ^ epoch.wrapping_mul(0x9e37_79b9_7f4a_7c15));
@@ -288,7 +336,14 @@ impl<'a> Producer<'a> {
                 order.swap(i, rng.random_range(0..=i));
             }
         }
-        Ok(Producer { config, reader: RecordReader::open(&config.path_imgrec)?, order, next: start, epoch })
+        Ok(Producer {
+            config,
+            labels,
+            reader: RecordReader::open(&config.path_imgrec)?,
+            order,
+            next: start,
+            epoch,
+        })
     }
 
     /// Reads the next batch's records: (position in the epoch, bytes).
@@ -334,7 +389,7 @@ impl<'a> Producer<'a> {
         let mut label = vec![0f32; config.batch_size * config.label_width];
         let threads = config.threads.clamp(1, records.len().max(1));
         let chunk = records.len().div_ceil(threads);
-        let epoch = self.epoch;
+        let (epoch, list) = (self.epoch, self.labels);
         let results: Vec<Result<()>> = std::thread::scope(|scope| {
             let handles: Vec<_> = records
                 .chunks(chunk)
@@ -348,13 +403,19 @@ impl<'a> Producer<'a> {
                                     ^ (epoch << 40)
                                     ^ (*position as u64).wrapping_mul(0x2545_f491_4f6c_dd1d),
                             );
-                            let (img_label, pixels) = prepare(config, record, &mut rng).map_err(|e| {
+                            let img_label = prepare(
+                                config,
+                                list,
+                                record,
+                                &mut rng,
+                                &mut out[k * per_image..(k + 1) * per_image],
+                            )
+                            .map_err(|e| {
                                 Error::Invalid(format!(
                                     "ImageRecordIter: `{}`, record {position}: {e}",
                                     config.path_imgrec.display()
                                 ))
                             })?;
-                            out[k * per_image..(k + 1) * per_image].copy_from_slice(&pixels);
                             let lw = config.label_width;
                             labels[k * lw..(k + 1) * lw].copy_from_slice(&img_label);
                         }
@@ -372,14 +433,22 @@ impl<'a> Producer<'a> {
     }
 }
 
-/// The labels and the prepared pixels (c, h, w) of one image record.
-fn prepare(config: &ImageRecordConfig, record: &[u8], rng: &mut Pcg64) -> Result<(Vec<f32>, Vec<f32>)> {
+/// Prepares one image record into `out` (c, h, w) and returns its labels
+/// (from `list` by the record's image index when given, else its header's).
+fn prepare(
+    config: &ImageRecordConfig,
+    list: Option<&ImageList>,
+    record: &[u8],
+    rng: &mut Pcg64,
+    out: &mut [f32],
+) -> Result<Vec<f32>> {
     const HEADER: usize = 24;
     if record.len() < HEADER {
         return Err(Error::Invalid(format!("a record of {} bytes is shorter than its header", record.len())));
     }
     let flag = u32::from_le_bytes(record[..4].try_into().expect("4 bytes")) as usize;
     let mut labels = vec![f32::from_le_bytes(record[4..8].try_into().expect("4 bytes"))];
+    let image_index = u64::from_le_bytes(record[8..16].try_into().expect("8 bytes"));
     let mut payload = &record[HEADER..];
     if flag > 0 {
         if payload.len() < flag * 4 {
@@ -393,74 +462,54 @@ fn prepare(config: &ImageRecordConfig, record: &[u8], rng: &mut Pcg64) -> Result
             .collect();
         payload = &payload[flag * 4..];
     }
+    if let Some(list) = list {
+        labels = list.labels(image_index)?.to_vec();
+    }
     let lw = config.label_width;
     if labels.len() < lw {
         return Err(Error::Invalid(format!("{} labels, label_width is {lw}", labels.len())));
     }
     labels.truncate(lw);
-    let [c, h, w] = config.data_shape;
-    let img = decode(payload, if c == 1 { Channels::Grey } else { Channels::Colour }, false)?;
+    let c = config.data_shape[0];
+    let channels = match c {
+        1 => Channels::Grey,
+        3 => Channels::Colour,
+        _ => Channels::AsStored,
+    };
+    let img = decode(payload, channels, false)?;
+    if img.channels != c {
+        return Err(Error::Invalid(format!(
+            "an image of {} channels, data_shape asks for {c}",
+            img.channels
+        )));
+    }
     let img = augment(config, img, rng)?;
     let mirrored = config.mirror || (config.rand_mirror && rng.random_bool(0.5));
-    let mut out = vec![0f32; c * h * w];
-    for y in 0..h {
-        for x in 0..w {
-            let src = (y * img.width + x) * c;
-            let dx = if mirrored { w - 1 - x } else { x };
-            for ch in 0..c {
-                let v = f32::from(img.data[src + ch]);
-                out[(ch * h + y) * w + dx] = (v - config.mean[ch]) * config.scale / config.std[ch];
-            }
+    config.normalize.write(&img, mirrored, rng, out);
+    Ok(labels)
+}
+
+/// The mean of this part's images as the pipeline prepares them for a
+/// `float32` output without a mean image (MXNet's `mean_img` when its file
+/// is absent): one pass over the records in file order, channels first.
+pub fn mean_image(config: &ImageRecordConfig) -> Result<Vec<f32>> {
+    let mut config = config.clone();
+    config.normalize.mean_img = None;
+    config.normalize.dtype = crate::image_normalize::OutputType::Float32;
+    config.shuffle = false;
+    config.round_batch = false;
+    let mut it = ImageRecordIter::new(config)?;
+    let [c, h, w] = it.config.data_shape;
+    let per_image = c * h * w;
+    let mut sum = vec![0f32; per_image];
+    let mut count = 0usize;
+    while let Some(batch) = it.next_batch()? {
+        let filled = it.config.batch_size - batch.pad;
+        for img in batch.data.chunks(per_image).take(filled) {
+            sum.iter_mut().zip(img).for_each(|(s, v)| *s += v);
         }
+        count += filled;
     }
-    Ok((labels, out))
-}
-
-fn interp(
-    config: &ImageRecordConfig,
-    from: (usize, usize),
-    to: (usize, usize),
-    rng: &mut Pcg64,
-) -> Result<Interp> {
-    let code = if config.inter_method == 10 { rng.random_range(0..5) } else { config.inter_method };
-    Interp::from_code(code, from, to)
-}
-
-/// MXNet's default augmentation of a decoded image: the shorter side
-/// resized, enlarged if smaller than the output, then cropped to it.
-fn augment(config: &ImageRecordConfig, mut img: Image, rng: &mut Pcg64) -> Result<Image> {
-    let [_, h, w] = config.data_shape;
-    if config.resize > 0 {
-        let r = config.resize;
-        let (nh, nw) = if img.height > img.width {
-            (r * img.height / img.width, r)
-        } else {
-            (r, r * img.width / img.height)
-        };
-        let method = interp(config, (img.height, img.width), (nh, nw), rng)?;
-        img = resize(&img, nh, nw, method)?;
-    }
-    if img.height < h {
-        let nw = (h as f32 / img.height as f32 * img.width as f32) as usize;
-        let method = interp(config, (img.height, img.width), (h, nw), rng)?;
-        img = resize(&img, h, nw, method)?;
-    }
-    if img.width < w {
-        let nh = (w as f32 / img.width as f32 * img.height as f32) as usize;
-        let method = interp(config, (img.height, img.width), (nh, w), rng)?;
-        img = resize(&img, nh, w, method)?;
-    }
-    let (spare_y, spare_x) = (img.height - h, img.width - w);
-    let (y0, x0) = if config.rand_crop {
-        (rng.random_range(0..=spare_y), rng.random_range(0..=spare_x))
-    } else {
-        (spare_y / 2, spare_x / 2)
-    };
-    let c = img.channels;
-    let mut data = Vec::with_capacity(h * w * c);
-    for y in y0..y0 + h {
-        let row = (y * img.width + x0) * c;
-        data.extend_from_slice(&img.data[row..row + w * c]);
-    }
-    Image::new(h, w, c, data)
+    let inv = 1.0 / count.max(1) as f32;
+    Ok(sum.into_iter().map(|s| s * inv).collect())
 }

@@ -34,9 +34,19 @@ fn grey_and_stored_channel_layouts() {
     let png = img.encode(".png", 0, false).unwrap();
     let grey = decode(&png, Channels::Grey, false).unwrap();
     assert_eq!((grey.channels, grey.data.len()), (1, 20));
-    // OpenCV's weights: 0.299 R + 0.587 G + 0.114 B
-    let [r, g, b] = [img.data[0], img.data[1], img.data[2]].map(f64::from);
-    assert!((f64::from(grey.data[0]) - (0.299 * r + 0.587 * g + 0.114 * b)).abs() <= 0.5 + 1e-9);
+    // 0.299 R + 0.587 G + 0.114 B as libpng computes it for OpenCV's PNG
+    // decoder: 15-bit weights, truncated
+    for (k, px) in img.data.chunks(3).enumerate() {
+        let [r, g, b] = [px[0], px[1], px[2]].map(u32::from);
+        assert_eq!(u32::from(grey.data[k]), (9797 * r + 19234 * g + 3737 * b) >> 15);
+        let exact = 0.299 * f64::from(r) + 0.587 * f64::from(g) + 0.114 * f64::from(b);
+        assert!((f64::from(grey.data[k]) - exact).abs() <= 1.0);
+    }
+    // other formats: OpenCV's cvtColor weights (14-bit, rounded), for JPEG's colour
+    let jpeg = decode(&img.encode(".jpg", 100, false).unwrap(), Channels::Colour, false).unwrap();
+    let jpeg_grey = decode(&img.encode(".jpg", 100, false).unwrap(), Channels::Grey, false).unwrap();
+    let [r, g, b] = [jpeg.data[0], jpeg.data[1], jpeg.data[2]].map(u32::from);
+    assert_eq!(u32::from(jpeg_grey.data[0]), (4899 * r + 9617 * g + 1868 * b + 8192) >> 14);
     let rgba = Image::new(2, 2, 4, (0..16).map(|i| i as u8 * 10).collect()).unwrap();
     let stored = decode(&rgba.encode(".png", 0, false).unwrap(), Channels::AsStored, false).unwrap();
     assert_eq!(stored, rgba);

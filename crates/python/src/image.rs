@@ -6,11 +6,14 @@
 use crate::array::PyNDArray;
 use crate::errors::IntoPyResult;
 use oxnet_core::{DType, Error, NDArray, Result};
+use oxnet_io::augment::AugmentParams;
 use oxnet_io::image::{decode, Channels, Image};
-use oxnet_io::image_record_iter::{ImageRecordConfig, ImageRecordIter};
+use oxnet_io::image_normalize::OutputType;
+use oxnet_io::image_record_iter::{mean_image, ImageRecordConfig, ImageRecordIter};
 use oxnet_io::resize::{resize, Interp};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
+use std::sync::Arc;
 
 fn to_array(img: Image) -> Result<NDArray> {
     NDArray::from_vec(img.data, &[img.height, img.width, img.channels])
@@ -85,10 +88,67 @@ pub struct ImageRecordPipeline {
     inner: std::sync::Mutex<ImageRecordIter>,
     shape: [usize; 4],
     label_width: usize,
+    dtype: OutputType,
 }
 
 fn floats<const N: usize>(v: Vec<f32>, what: &str) -> PyResult<[f32; N]> {
     v.try_into().map_err(|_| pyo3::exceptions::PyValueError::new_err(format!("{what} needs {N} values")))
+}
+
+/// `options[key]` as a `T`, or `default` when absent or None.
+fn option<'py, T: for<'a> FromPyObject<'a, 'py>>(
+    options: &Bound<'py, PyDict>,
+    key: &str,
+    default: T,
+) -> PyResult<T> {
+    match options.get_item(key)? {
+        Some(v) if !v.is_none() => v.extract::<T>().map_err(|e| {
+            pyo3::exceptions::PyTypeError::new_err(format!(
+                "ImageRecordIter: {key}: {}",
+                Into::<PyErr>::into(e)
+            ))
+        }),
+        _ => Ok(default),
+    }
+}
+
+/// The augmentation, normalisation and label options of `options` (by
+/// MXNet's argument names) set on `config`.
+fn apply_options(config: &mut ImageRecordConfig, options: &Bound<'_, PyDict>) -> PyResult<()> {
+    let d = AugmentParams::default();
+    config.augment = AugmentParams {
+        random_resized_crop: option(options, "random_resized_crop", d.random_resized_crop)?,
+        max_rotate_angle: option(options, "max_rotate_angle", d.max_rotate_angle)?,
+        max_aspect_ratio: option(options, "max_aspect_ratio", d.max_aspect_ratio)?,
+        min_aspect_ratio: option(options, "min_aspect_ratio", d.min_aspect_ratio)?,
+        max_shear_ratio: option(options, "max_shear_ratio", d.max_shear_ratio)?,
+        max_crop_size: option(options, "max_crop_size", d.max_crop_size)?,
+        min_crop_size: option(options, "min_crop_size", d.min_crop_size)?,
+        max_random_scale: option(options, "max_random_scale", d.max_random_scale)?,
+        min_random_scale: option(options, "min_random_scale", d.min_random_scale)?,
+        max_random_area: option(options, "max_random_area", d.max_random_area)?,
+        min_random_area: option(options, "min_random_area", d.min_random_area)?,
+        max_img_size: option(options, "max_img_size", d.max_img_size)?,
+        min_img_size: option(options, "min_img_size", d.min_img_size)?,
+        brightness: option(options, "brightness", d.brightness)?,
+        contrast: option(options, "contrast", d.contrast)?,
+        saturation: option(options, "saturation", d.saturation)?,
+        pca_noise: option(options, "pca_noise", d.pca_noise)?,
+        random_h: option(options, "random_h", d.random_h)?,
+        random_s: option(options, "random_s", d.random_s)?,
+        random_l: option(options, "random_l", d.random_l)?,
+        rotate: option(options, "rotate", d.rotate)?,
+        fill_value: option(options, "fill_value", d.fill_value)?,
+        pad: option(options, "pad", d.pad)?,
+    };
+    let n = &mut config.normalize;
+    n.max_random_contrast = option(options, "max_random_contrast", 0.0)?;
+    n.max_random_illumination = option(options, "max_random_illumination", 0.0)?;
+    n.dtype = OutputType::from_name(&option(options, "dtype", "float32".to_string())?).py()?;
+    n.mean_img = option::<Option<Vec<f32>>>(options, "mean_img", None)?.map(Arc::new);
+    let list: String = option(options, "path_imglist", String::new())?;
+    config.path_imglist = (!list.is_empty()).then(|| list.into());
+    Ok(())
 }
 
 #[pymethods]
@@ -96,7 +156,7 @@ impl ImageRecordPipeline {
     #[new]
     #[pyo3(signature = (path_imgrec, batch_size, data_shape, label_width, shuffle, seed, threads, prefetch,
                         round_batch, resize, rand_crop, rand_mirror, mirror, mean, std, scale, inter_method,
-                        part_index, num_parts))]
+                        part_index, num_parts, options))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -119,6 +179,7 @@ impl ImageRecordPipeline {
         inter_method: i64,
         part_index: usize,
         num_parts: usize,
+        options: &Bound<'_, PyDict>,
     ) -> PyResult<Self> {
         let (c, h, w) = data_shape;
         let mut config = ImageRecordConfig::new(path_imgrec, batch_size, [c, h, w]);
@@ -132,17 +193,20 @@ impl ImageRecordPipeline {
         config.rand_crop = rand_crop;
         config.rand_mirror = rand_mirror;
         config.mirror = mirror;
-        config.mean = floats(mean, "mean")?;
-        config.std = floats(std, "std")?;
-        config.scale = scale;
+        config.normalize.mean = floats(mean, "mean")?;
+        config.normalize.std = floats(std, "std")?;
+        config.normalize.scale = scale;
         config.inter_method = inter_method;
         config.part_index = part_index;
         config.num_parts = num_parts;
+        apply_options(&mut config, options)?;
+        let dtype = config.normalize.dtype;
         let it = py.detach(|| ImageRecordIter::new(config)).py()?;
         Ok(ImageRecordPipeline {
             inner: std::sync::Mutex::new(it),
             shape: [batch_size, c, h, w],
             label_width,
+            dtype,
         })
     }
 
@@ -150,7 +214,13 @@ impl ImageRecordPipeline {
     fn next(&self, py: Python<'_>) -> PyResult<Option<(PyNDArray, PyNDArray, usize)>> {
         let batch = py.detach(|| self.inner.lock().unwrap_or_else(|e| e.into_inner()).next_batch()).py()?;
         let Some(b) = batch else { return Ok(None) };
-        let data = NDArray::from_vec(b.data, &self.shape).py()?;
+        let data = match self.dtype {
+            OutputType::Float32 => NDArray::from_vec(b.data, &self.shape),
+            // integer outputs come as their values in f32
+            OutputType::UInt8 => NDArray::from_vec(b.data.iter().map(|&v| v as u8).collect(), &self.shape),
+            OutputType::Int8 => NDArray::from_vec(b.data.iter().map(|&v| v as i8).collect(), &self.shape),
+        }
+        .py()?;
         let label_shape: Vec<usize> =
             if self.label_width > 1 { vec![self.shape[0], self.label_width] } else { vec![self.shape[0]] };
         let label = NDArray::from_vec(b.label, &label_shape).py()?;
@@ -160,6 +230,13 @@ impl ImageRecordPipeline {
     /// Starts the next epoch.
     fn reset(&self, py: Python<'_>) {
         py.detach(|| self.inner.lock().unwrap_or_else(|e| e.into_inner()).reset());
+    }
+
+    /// The mean image (channels, height, width, flat) of one pass over
+    /// this reader's records, prepared as float32 without a mean image.
+    fn mean_image(&self, py: Python<'_>) -> PyResult<Vec<f32>> {
+        let config = self.inner.lock().unwrap_or_else(|e| e.into_inner()).config().clone();
+        py.detach(|| mean_image(&config)).py()
     }
 
     /// The records this reader serves per epoch.

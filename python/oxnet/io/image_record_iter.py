@@ -1,74 +1,140 @@
 """``mx.io.ImageRecordIter``: batches of images from a RecordIO file,
 decoded and augmented in Rust on background threads
-(``oxnet_io::image_record_iter``) while the model trains.
+(``oxnet_io::image_record_iter``, ``oxnet_io::augment``) while the model
+trains.
 
-The arguments are MXNet 1.9.1's. Supported: ``path_imgrec``,
-``data_shape`` (c, h, w; c 1 or 3), ``batch_size``, ``label_width``,
+The arguments are MXNet 1.9.1's, with its order of operations: the shorter
+side resized (``resize``); an affine warp about the centre when asked for
+(``max_rotate_angle`` or a fixed ``rotate``, ``max_shear_ratio``,
+``min_random_scale``/``max_random_scale``, ``min_aspect_ratio``/
+``max_aspect_ratio``, ``min_img_size``/``max_img_size``; new pixels are
+``fill_value``); ``pad`` pixels of ``fill_value`` on every side; a crop
+(``random_resized_crop`` with ``min_random_area``/``max_random_area`` and
+the aspect ratio range; or a square of ``min_crop_size`` to
+``max_crop_size`` resized to the output; or the output's size, random with
+``rand_crop``, else central); colour jitter (``brightness``, ``contrast``,
+``saturation``, in a random order), HSL jitter (``random_h``/``random_s``/
+``random_l``) and PCA lighting noise (``pca_noise``); mirroring
+(``rand_mirror``, ``mirror``); then the output type: ``dtype='float32'``
+(default) ``(pixel - mean) * scale * (1 ± max_random_contrast) / std +
+(± max_random_illumination) * scale / std`` with ``mean_r/g/b/a`` and
+``std_r/g/b/a`` or a mean image ``mean_img`` (an ``.nd`` file; when it does
+not exist, the mean of one pass is computed and saved there, as MXNet
+does); ``'uint8'`` the pixels as they are; ``'int8'`` the pixels less the
+rounded mean, saturated. ``path_imglist`` (a ``.lst``) replaces the
+records' labels with the list's, by image index. Also ``path_imgrec``,
+``data_shape`` (c, h, w; c 1, 3 or 4), ``batch_size``, ``label_width``,
 ``shuffle``, ``seed``, ``preprocess_threads``, ``prefetch_buffer``,
-``round_batch``, ``resize``, ``rand_crop``, ``rand_mirror``, ``mirror``,
-``mean_r/g/b``, ``std_r/g/b``, ``scale``, ``inter_method``,
-``part_index``/``num_parts``, ``data_name``, ``label_name``,
-``path_imgidx`` (accepted; record offsets are found by scanning the
-headers) and ``verbose``. An augmentation oxnet does not perform yet
-(``max_rotate_angle``, ``random_resized_crop``, colour jitters, ...)
-given a value other than its default is an error naming it, rather than
-silently not applied.
+``round_batch``, ``inter_method``, ``part_index``/``num_parts``,
+``data_name``, ``label_name``, and accepted without effect
+``path_imgidx`` (record offsets are found by scanning the headers),
+``verbose``, ``shuffle_chunk_size``, ``shuffle_chunk_seed`` and ``ctx``.
+
+Random draws come from a generator per image seeded by ``seed``, the epoch
+and the image's position, so a run is repeatable for any number of
+threads; the draws are not MXNet's (whose depend on its threads), but
+their distributions are. Bad values (a negative range, a minimum above
+its maximum, an unknown ``dtype``) are errors naming the argument.
 """
+
+import os
+
+import numpy as np
 
 from .base import DataBatch, DataDesc, DataIter
 from .. import _oxnet
 
 __all__ = ["ImageRecordIter"]
 
-# MXNet's augmentations not performed here yet, with their defaults
-_NOT_YET = {
-    "path_imglist": "", "mean_img": "", "mean_a": 0.0, "std_a": 1.0, "max_rotate_angle": 0, "max_aspect_ratio": 0.0,
-    "min_aspect_ratio": None, "max_shear_ratio": 0.0, "max_crop_size": -1, "min_crop_size": -1,
-    "max_random_scale": 1.0, "min_random_scale": 1.0, "max_random_area": 1.0, "min_random_area": 1.0,
-    "max_img_size": 1e10, "min_img_size": 0.0, "brightness": 0.0, "contrast": 0.0, "saturation": 0.0,
-    "pca_noise": 0.0, "random_h": 0, "random_s": 0, "random_l": 0, "rotate": -1, "fill_value": 255, "pad": 0,
-    "random_resized_crop": False, "max_random_contrast": 0.0, "max_random_illumination": 0.0,
+# MXNet's options passed on to the Rust pipeline by name, with their defaults
+_OPTIONS = {
+    "path_imglist": "", "mean_img": "", "max_rotate_angle": 0, "max_aspect_ratio": 0.0, "min_aspect_ratio": None,
+    "max_shear_ratio": 0.0, "max_crop_size": -1, "min_crop_size": -1, "max_random_scale": 1.0,
+    "min_random_scale": 1.0, "max_random_area": 1.0, "min_random_area": 1.0, "max_img_size": 1e10,
+    "min_img_size": 0.0, "brightness": 0.0, "contrast": 0.0, "saturation": 0.0, "pca_noise": 0.0, "random_h": 0,
+    "random_s": 0, "random_l": 0, "rotate": -1, "fill_value": 255, "pad": 0, "random_resized_crop": False,
+    "max_random_contrast": 0.0, "max_random_illumination": 0.0, "dtype": "float32",
 }
-_ACCEPTED = {"path_imgidx", "verbose", "shuffle_chunk_size", "shuffle_chunk_seed", "ctx", "dtype"}
+_INTS = {"max_rotate_angle", "max_crop_size", "min_crop_size", "random_h", "random_s", "random_l", "rotate",
+         "fill_value", "pad"}
+_ACCEPTED = {"path_imgidx", "verbose", "shuffle_chunk_size", "shuffle_chunk_seed", "ctx"}
+
+
+def _options(kwargs):
+    """The pipeline's options from the keyword arguments, checked and typed."""
+    options = dict(_OPTIONS)
+    for key, value in kwargs.items():
+        if key in _OPTIONS:
+            options[key] = value
+        elif key not in _ACCEPTED:
+            raise TypeError(f"ImageRecordIter got an unexpected argument {key!r}")
+    for key in _INTS:
+        value = options[key]
+        if isinstance(value, float) and not value.is_integer():
+            raise ValueError(f"ImageRecordIter: {key} must be a whole number, got {value!r}")
+        options[key] = int(value)
+    if options["pad"] < 0:
+        raise ValueError(f"ImageRecordIter: pad must be non-negative, got {options['pad']}")
+    dtype = options["dtype"]
+    options["dtype"] = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+    options["random_resized_crop"] = bool(options["random_resized_crop"])
+    for key in ("path_imglist", "mean_img"):
+        options[key] = os.fspath(options[key]) if options[key] else ""
+    return options
+
+
+def _mean_image(make, path, shape):
+    """The mean image of ``path`` (an ``.nd`` file with one array), or when
+    the file does not exist the mean of one pass of ``make()``'s pipeline,
+    saved there under the name ``mean_img`` as MXNet does."""
+    from .. import ndarray as nd
+    if os.path.exists(path):
+        loaded = nd.load(path)
+        arrays = list(loaded.values()) if isinstance(loaded, dict) else list(loaded)
+        if len(arrays) != 1:
+            raise ValueError(f"ImageRecordIter: mean_img `{path}` holds {len(arrays)} arrays, not one")
+        mean = arrays[0].asnumpy().astype(np.float32)
+        if mean.shape != tuple(shape):
+            raise ValueError(f"ImageRecordIter: mean_img `{path}` has shape {mean.shape}, the output {tuple(shape)}")
+        return mean
+    mean = np.asarray(make().mean_image(), dtype=np.float32).reshape(shape)
+    nd.save(path, {"mean_img": nd.array(mean, dtype="float32")})
+    return mean
 
 
 class ImageRecordIter(DataIter):
     """Batches (``DataBatch``) of ``batch_size`` images of ``data_shape``
-    (c, h, w) from the RecordIO file ``path_imgrec``: each decoded, its
-    shorter side resized to ``resize``, enlarged if smaller than the
-    output, cropped (at random with ``rand_crop``, else centrally), mirrored
-    (``rand_mirror``: half at random; ``mirror``: all), then
-    ``(pixel - mean) * scale / std`` per channel, RGB, channels first. With
-    ``round_batch`` the last batch of an epoch is filled from the start and
-    its ``pad`` says how many; without it the rest is zeros (and ``pad``
-    still says how many, where MXNet says 0)."""
+    (c, h, w) from the RecordIO file ``path_imgrec``, each decoded,
+    augmented by MXNet's default augmenter and normalised as the module
+    documentation says, RGB, channels first. With ``round_batch`` the last
+    batch of an epoch is filled from the start and its ``pad`` says how
+    many; without it the rest is zeros (and ``pad`` still says how many,
+    where MXNet says 0)."""
 
     def __init__(self, path_imgrec, data_shape, batch_size, label_width=1, shuffle=False, seed=0,
                  preprocess_threads=4, prefetch_buffer=4, round_batch=True, resize=-1, rand_crop=False,
                  rand_mirror=False, mirror=False, mean_r=0.0, mean_g=0.0, mean_b=0.0, std_r=1.0, std_g=1.0,
                  std_b=1.0, scale=1.0, inter_method=1, part_index=0, num_parts=1, data_name="data",
-                 label_name="softmax_label", **kwargs):
+                 label_name="softmax_label", mean_a=0.0, std_a=1.0, **kwargs):
         super().__init__(batch_size)
-        for key, value in kwargs.items():
-            if key in _NOT_YET:
-                if value != _NOT_YET[key]:
-                    raise NotImplementedError(f"ImageRecordIter: {key}={value!r} is not supported by oxnet yet "
-                                              f"(only its default {_NOT_YET[key]!r})")
-            elif key not in _ACCEPTED:
-                raise TypeError(f"ImageRecordIter got an unexpected argument {key!r}")
-        if kwargs.get("dtype", "float32") != "float32":
-            raise NotImplementedError("ImageRecordIter: only dtype float32 is supported by oxnet yet")
+        options = _options(kwargs)
         data_shape = tuple(int(d) for d in data_shape)
         if len(data_shape) != 3:
             raise ValueError(f"ImageRecordIter: data_shape must be (channels, height, width), got {data_shape}")
-        self._pipeline = _oxnet.ImageRecordPipeline(
-            str(path_imgrec), int(batch_size), data_shape, int(label_width), bool(shuffle), int(seed),
-            max(1, int(preprocess_threads)), max(1, int(prefetch_buffer)), bool(round_batch), max(0, int(resize)),
-            bool(rand_crop), bool(rand_mirror), bool(mirror), [float(mean_r), float(mean_g), float(mean_b)],
-            [float(std_r), float(std_g), float(std_b)], float(scale), int(inter_method), int(part_index),
-            int(num_parts))
+        mean_img = options.pop("mean_img")
+        args = (str(path_imgrec), int(batch_size), data_shape, int(label_width), bool(shuffle), int(seed),
+                max(1, int(preprocess_threads)), max(1, int(prefetch_buffer)), bool(round_batch),
+                max(0, int(resize)), bool(rand_crop), bool(rand_mirror), bool(mirror),
+                [float(mean_r), float(mean_g), float(mean_b), float(mean_a)],
+                [float(std_r), float(std_g), float(std_b), float(std_a)], float(scale), int(inter_method),
+                int(part_index), int(num_parts))
+        # MXNet reads (or makes) no mean image for uint8 output
+        if mean_img and options["dtype"] != "uint8":
+            make = lambda: _oxnet.ImageRecordPipeline(*args, dict(options, dtype="float32"))  # noqa: E731
+            options["mean_img"] = _mean_image(make, mean_img, data_shape).ravel().tolist()
+        self._pipeline = _oxnet.ImageRecordPipeline(*args, options)
         label_shape = (batch_size, label_width) if label_width > 1 else (batch_size,)
-        self.provide_data = [DataDesc(data_name, (batch_size,) + data_shape)]
+        self.provide_data = [DataDesc(data_name, (batch_size,) + data_shape, dtype=np.dtype(options["dtype"]).type)]
         self.provide_label = [DataDesc(label_name, label_shape)]
         self._batch = None
 
