@@ -312,3 +312,14 @@ def test_augmented_runs_do_not_depend_on_threads(tmp_path):
     one = batches(path, (3, 16, 16), 4, preprocess_threads=1, **kwargs)
     np.testing.assert_array_equal(one, batches(path, (3, 16, 16), 4, preprocess_threads=3, **kwargs))
     assert not np.array_equal(one, batches(path, (3, 16, 16), 4, preprocess_threads=1, **dict(kwargs, seed=12)))
+
+
+def test_typed_iterators_are_image_record_iters_of_their_dtype():
+    expected = np.load(FIXTURES / "aug_batches.npz")
+    for make, name in [(mx.io.ImageRecordUInt8Iter, "uint8"), (mx.io.ImageRecordInt8Iter, "int8")]:
+        kwargs = dict(AUG_CASES[name][0])
+        del kwargs["dtype"]
+        it = make(str(FIXTURES / "aug.rec"), batch_size=4, **kwargs)
+        data = np.concatenate([b.data[0].asnumpy() for b in it])
+        np.testing.assert_array_equal(data, expected[f"{name}_data"])
+    assert mx.io.ImageRecordIter_v1 is mx.io.ImageRecordIter

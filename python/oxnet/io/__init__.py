@@ -10,8 +10,10 @@ CSR arrays, and oxnet stores arrays densely.
 from .base import DataBatch, DataDesc, DataIter
 from .ndarray_iter import NDArrayIter
 from .wrappers import PrefetchingIter, ResizeIter
-from .image_record_iter import ImageRecordIter
+from .image_record_iter import (ImageRecordInt8Iter, ImageRecordIter, ImageRecordIter_v1, ImageRecordUInt8Iter,
+                                ImageRecordUInt8Iter_v1)
 from .file_iters import CSVIter, LibSVMIter, MNISTIter
 
 __all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "ResizeIter", "PrefetchingIter", "ImageRecordIter",
-           "MNISTIter", "CSVIter", "LibSVMIter"]
+           "MNISTIter", "CSVIter", "LibSVMIter", "ImageRecordUInt8Iter", "ImageRecordInt8Iter", "ImageRecordIter_v1",
+           "ImageRecordUInt8Iter_v1"]

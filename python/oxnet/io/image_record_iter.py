@@ -44,7 +44,8 @@ import numpy as np
 from .base import DataBatch, DataDesc, DataIter
 from .. import _oxnet
 
-__all__ = ["ImageRecordIter"]
+__all__ = ["ImageRecordIter", "ImageRecordUInt8Iter", "ImageRecordInt8Iter", "ImageRecordIter_v1",
+           "ImageRecordUInt8Iter_v1"]
 
 # MXNet's options passed on to the Rust pipeline by name, with their defaults
 _OPTIONS = {
@@ -170,3 +171,20 @@ class ImageRecordIter(DataIter):
 
     def getindex(self):
         return None
+
+
+def ImageRecordUInt8Iter(*args, **kwargs):  # pylint: disable=invalid-name
+    """MXNet's ``ImageRecordUInt8Iter``: ``ImageRecordIter`` giving uint8 pixels (``dtype='uint8'``)."""
+    kwargs["dtype"] = "uint8"
+    return ImageRecordIter(*args, **kwargs)
+
+
+def ImageRecordInt8Iter(*args, **kwargs):  # pylint: disable=invalid-name
+    """MXNet's ``ImageRecordInt8Iter``: ``ImageRecordIter`` giving int8 pixels (``dtype='int8'``)."""
+    kwargs["dtype"] = "int8"
+    return ImageRecordIter(*args, **kwargs)
+
+
+# MXNet's first implementation under its old names: the same iterator here
+ImageRecordIter_v1 = ImageRecordIter
+ImageRecordUInt8Iter_v1 = ImageRecordUInt8Iter
