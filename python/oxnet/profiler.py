@@ -24,9 +24,15 @@ Where oxnet differs from MXNet (see docs/profiler.md): the aggregate
 statistics are always kept (``aggregate_stats`` costs nothing, so ``dumps``
 works without it); each ``dump`` writes a complete, valid JSON file; a
 counter's ``Avg`` is the mean of its values and its ``Total`` its last value.
+
+``MXNET_PROFILER_AUTOSTART=1`` in the environment starts the profiler (with
+the default configuration) when oxnet is imported and writes the trace
+when the process exits, as in MXNet.
 """
 
+import atexit
 import contextlib
+import os
 import threading
 import warnings
 
@@ -345,3 +351,20 @@ def scope(name="<unk>:", append_mode=False):
 
 
 _scopes = threading.local()
+
+
+def _autostart():
+    """MXNet's ``MXNET_PROFILER_AUTOSTART=1``: run from import, dump at exit."""
+    if os.environ.get("MXNET_PROFILER_AUTOSTART", "0").strip() not in ("1", "true", "True"):
+        return
+    set_config()
+    set_state("run")
+
+    def finish():
+        set_state("stop")
+        dump(True)
+
+    atexit.register(finish)
+
+
+_autostart()

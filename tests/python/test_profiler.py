@@ -250,3 +250,15 @@ def test_bad_arguments_are_errors(prof):
 
 def test_runtime_feature_says_profiler():
     assert mx.runtime.Features().is_enabled("PROFILER")
+
+
+def test_autostart_from_the_environment(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, MXNET_PROFILER_AUTOSTART="1")
+    subprocess.run([sys.executable, "-c", "import oxnet as mx; mx.nd.relu(mx.nd.ones((3,)))"], cwd=tmp_path,
+                   env=env, check=True, timeout=120)
+    events = json.loads((tmp_path / "profile.json").read_text())["traceEvents"]
+    assert [e["name"] for e in events if e.get("name") == "relu"] == ["relu"]
