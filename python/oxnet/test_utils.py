@@ -808,3 +808,227 @@ def get_cuda_compute_capability(ctx):
         raise MXNetError(f"{ctx} is not a GPU")
     major, minor = _oxnet.gpu_compute_capability(ctx.device_id)
     return major * 10 + minor
+
+
+# ----- data sets and models for examples and tests (MXNet's downloaders) -----------------------------------------
+#
+# Same files, folders and return values as MXNet 1.9.1's helpers; the files
+# come through ``mx.gluon.utils.download`` (urllib: http, https, ftp and
+# file:// URLs). A file already in place is used as it is: nothing is
+# fetched. The URLs are module constants, so a mirror can be set before a
+# call (``mx.test_utils._MNIST_URL = "file:///mirror/mnist/"``).
+
+_MNIST_URL = "http://data.mxnet.io/data/mnist/"
+_MNIST_UBYTE_URL = "http://data.mxnet.io/mxnet/data/mnist.zip"
+_MNIST_PKL_URL = "http://deeplearning.net/data/mnist/mnist.pkl.gz"
+_CIFAR10_URL = "http://data.mxnet.io/mxnet/data/cifar10.zip"
+_MODEL_BASE_URL = "http://data.mxnet.io/models/"
+_DATA_RETRIES = 3
+
+_MNIST_UBYTE_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                      "t10k-labels-idx1-ubyte")
+_CIFAR10_FILES = ("cifar/train.rec", "cifar/test.rec", "cifar/train.lst", "cifar/test.lst")
+_MODELS = {  # name: (symbol file, params file) under _MODEL_BASE_URL
+    "imagenet1k-inception-bn": ("imagenet/inception-bn/Inception-BN-symbol.json",
+                                "imagenet/inception-bn/Inception-BN-0126.params"),
+    "imagenet1k-resnet-18": ("imagenet/resnet/18-layers/resnet-18-symbol.json",
+                             "imagenet/resnet/18-layers/resnet-18-0000.params"),
+    "imagenet1k-resnet-34": ("imagenet/resnet/34-layers/resnet-34-symbol.json",
+                             "imagenet/resnet/34-layers/resnet-34-0000.params"),
+    "imagenet1k-resnet-50": ("imagenet/resnet/50-layers/resnet-50-symbol.json",
+                             "imagenet/resnet/50-layers/resnet-50-0000.params"),
+    "imagenet1k-resnet-101": ("imagenet/resnet/101-layers/resnet-101-symbol.json",
+                              "imagenet/resnet/101-layers/resnet-101-0000.params"),
+    "imagenet1k-resnet-152": ("imagenet/resnet/152-layers/resnet-152-symbol.json",
+                              "imagenet/resnet/152-layers/resnet-152-0000.params"),
+    "imagenet1k-resnext-50": ("imagenet/resnext/50-layers/resnext-50-symbol.json",
+                              "imagenet/resnext/50-layers/resnext-50-0000.params"),
+    "imagenet1k-resnext-101": ("imagenet/resnext/101-layers/resnext-101-symbol.json",
+                               "imagenet/resnext/101-layers/resnext-101-0000.params"),
+    "imagenet1k-resnext-101-64x4d": ("imagenet/resnext/101-layers/resnext-101-64x4d-symbol.json",
+                                     "imagenet/resnext/101-layers/resnext-101-64x4d-0000.params"),
+    "imagenet11k-resnet-152": ("imagenet-11k/resnet-152/resnet-152-symbol.json",
+                               "imagenet-11k/resnet-152/resnet-152-0000.params"),
+    "imagenet11k-place365ch-resnet-152": ("imagenet-11k-place365-ch/resnet-152-symbol.json",
+                                          "imagenet-11k-place365-ch/resnet-152-0000.params"),
+    "imagenet11k-place365ch-resnet-50": ("imagenet-11k-place365-ch/resnet-50-symbol.json",
+                                         "imagenet-11k-place365-ch/resnet-50-0000.params"),
+}
+
+
+def _fetch(caller, url, fname, expected=None):
+    """``fname`` as it is when present, else downloaded from ``url``; when that
+    fails, an OSError names the URL and the files that were expected
+    (``expected``, default ``[fname]``)."""
+    if os.path.exists(fname):
+        return fname
+    from .gluon.utils import download as _download
+
+    try:
+        return _download(url, path=fname, retries=_DATA_RETRIES)
+    except Exception as e:  # pylint: disable=broad-except
+        files = ", ".join(expected or [fname])
+        raise OSError(f"{caller}: {files} not found, and downloading {url} to {fname} failed ({e}). "
+                      "Put the files in place (or give a reachable mirror) to run offline.") from e
+
+
+def _missing(folder, names):
+    return [os.path.join(folder, n) for n in names if not os.path.exists(os.path.join(folder, n))]
+
+
+def _fetch_zip(caller, url, folder, zip_name, names):
+    """Makes sure ``folder/names`` exist, extracting the zip archive
+    ``folder/zip_name`` (downloaded from ``url`` when absent) when some do not."""
+    os.makedirs(folder, exist_ok=True)
+    missing = _missing(folder, names)
+    if not missing:
+        return
+    archive = _fetch(caller, url, os.path.join(folder, zip_name), expected=missing)
+    with zipfile.ZipFile(archive) as zf:
+        zf.extractall(folder)
+    still = _missing(folder, names)
+    if still:
+        raise OSError(f"{caller}: {archive} (from {url}) does not hold {', '.join(still)}")
+
+
+def get_mnist():
+    """Loads MNIST from the four gzipped IDX files of ``_MNIST_URL``
+    (``train-images-idx3-ubyte.gz`` ...), downloaded into the current folder
+    when absent. Returns ``{'train_data', 'train_label', 'test_data',
+    'test_label'}``: images float32 of shape (N, 1, rows, cols) scaled to
+    [0, 1] (divided by 255), labels int8 of shape (N,)."""
+
+    def read(label_name, image_name):
+        with gzip.open(_fetch("get_mnist", _MNIST_URL + label_name, label_name)) as flbl:
+            magic, count = struct.unpack(">II", flbl.read(8))
+            label = np.frombuffer(flbl.read(), dtype=np.int8).copy()
+        with gzip.open(_fetch("get_mnist", _MNIST_URL + image_name, image_name)) as fimg:
+            magic_img, count_img, rows, cols = struct.unpack(">IIII", fimg.read(16))
+            pixels = np.frombuffer(fimg.read(), dtype=np.uint8)
+        if magic != 2049 or magic_img != 2051 or count != len(label) or count_img != len(label) \
+                or pixels.size != count * rows * cols:
+            raise ValueError(f"get_mnist: {label_name} / {image_name} are not matching MNIST IDX files")
+        image = pixels.reshape(count, 1, rows, cols).astype(np.float32) / 255
+        return label, image
+
+    train_lbl, train_img = read("train-labels-idx1-ubyte.gz", "train-images-idx3-ubyte.gz")
+    test_lbl, test_img = read("t10k-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz")
+    return {"train_data": train_img, "train_label": train_lbl, "test_data": test_img, "test_label": test_lbl}
+
+
+def get_mnist_pkl():
+    """Downloads MNIST as ``data/mnist.pkl.gz`` (from ``_MNIST_PKL_URL``) unless
+    it is there; returns None."""
+    os.makedirs("data", exist_ok=True)
+    _fetch("get_mnist_pkl", _MNIST_PKL_URL, os.path.join("data", "mnist.pkl.gz"))
+
+
+def get_mnist_ubyte():
+    """Makes sure the four MNIST IDX files are in ``data/``
+    (``train-images-idx3-ubyte``, ``train-labels-idx1-ubyte``,
+    ``t10k-images-idx3-ubyte``, ``t10k-labels-idx1-ubyte``); when one is
+    missing, ``data/mnist.zip`` (downloaded from ``_MNIST_UBYTE_URL`` if
+    absent) is extracted there. Returns None."""
+    _fetch_zip("get_mnist_ubyte", _MNIST_UBYTE_URL, "data", "mnist.zip", _MNIST_UBYTE_FILES)
+
+
+def get_cifar10():
+    """Makes sure ``data/cifar/`` holds ``train.rec``, ``test.rec``,
+    ``train.lst`` and ``test.lst``; when one is missing, ``data/cifar10.zip``
+    (downloaded from ``_CIFAR10_URL`` if absent) is extracted into ``data/``.
+    Returns None."""
+    _fetch_zip("get_cifar10", _CIFAR10_URL, "data", "cifar10.zip", _CIFAR10_FILES)
+
+
+def get_mnist_iterator(batch_size, input_shape, num_parts=1, part_index=0):
+    """``(train, val)`` :class:`mx.io.MNISTIter` over the files of
+    :func:`get_mnist_ubyte` (fetched first when absent): the training one
+    shuffled, both split into ``num_parts`` parts of which ``part_index`` is
+    read. Batches are flat (batch, rows*cols) unless ``input_shape`` has 3
+    dimensions, (batch, 1, rows, cols) then."""
+    from .io import MNISTIter
+
+    get_mnist_ubyte()
+    flat = len(input_shape) != 3
+    train = MNISTIter(image=os.path.join("data", "train-images-idx3-ubyte"),
+                      label=os.path.join("data", "train-labels-idx1-ubyte"), batch_size=batch_size,
+                      shuffle=True, flat=flat, num_parts=num_parts, part_index=part_index)
+    val = MNISTIter(image=os.path.join("data", "t10k-images-idx3-ubyte"),
+                    label=os.path.join("data", "t10k-labels-idx1-ubyte"), batch_size=batch_size,
+                    flat=flat, num_parts=num_parts, part_index=part_index)
+    return train, val
+
+
+def get_zip_data(data_dir, url, data_origin_name):
+    """Unless ``data_dir/data_origin_name`` exists, downloads the zip archive
+    ``url`` there and extracts it into ``data_dir`` (the archive stays, and
+    marks the data as in place). Returns None.
+
+    MXNet saves the download under the URL's last part and then opens
+    ``data_origin_name``, failing when the two differ; here the archive is
+    saved as ``data_origin_name``."""
+    archive = os.path.join(data_dir, data_origin_name)
+    if os.path.exists(archive):
+        return
+    os.makedirs(data_dir or ".", exist_ok=True)
+    _fetch("get_zip_data", url, archive)
+    with zipfile.ZipFile(archive) as zf:
+        zf.extractall(path=data_dir or ".")
+
+
+def get_bz2_data(data_dir, data_name, url, data_origin_name):
+    """Unless ``data_dir/data_name`` exists, downloads the bz2 file ``url`` to
+    ``data_dir/data_origin_name``, decompresses it into ``data_dir/data_name``
+    and removes the compressed file. Returns None."""
+    target = os.path.join(data_dir, data_name)
+    if os.path.exists(target):
+        return
+    import shutil
+
+    os.makedirs(data_dir or ".", exist_ok=True)
+    archive = _fetch("get_bz2_data", url, os.path.join(data_dir, data_origin_name), expected=[target])
+    tmp = target + ".part"
+    with bz2.BZ2File(archive, "rb") as src, open(tmp, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    os.replace(tmp, target)
+    os.remove(archive)
+
+
+def get_im2rec_path(home_env="MXNET_HOME"):
+    """The path of the im2rec tool: ``tools/im2rec.py`` (or ``../../tools/im2rec.py``)
+    under the folder named by the environment variable ``home_env`` when it
+    is set and holds one (MXNet's lookup), else oxnet's own
+    ``oxnet/tools/im2rec.py``, run as ``python -m oxnet.tools.im2rec``.
+    Raises IOError when there is none."""
+    candidates = []
+    if home_env in os.environ:
+        home = os.environ[home_env]
+        candidates += [os.path.join(home, "tools", "im2rec.py"), os.path.join(home, "..", "..", "tools", "im2rec.py")]
+    candidates.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "tools", "im2rec.py"))
+    for path in candidates:
+        if os.path.isfile(path):
+            return path
+    raise IOError(f"Could not find path to tools/im2rec.py (looked at {', '.join(candidates)})")
+
+
+def download_model(model_name, dst_dir="./", meta_info=None):
+    """Downloads a model's ``<dst_dir>/<model_name>-symbol.json`` and
+    ``-0000.params`` (files already there are kept) from ``meta_info[model_name]
+    = {'symbol': url, 'params': url}`` (default: MXNet's ImageNet models under
+    ``_MODEL_BASE_URL``). Returns ``(prefix, 0)``, the prefix and epoch to give
+    ``mx.model.load_checkpoint``, or ``(None, 0)`` for an unknown model."""
+    if meta_info is None:
+        meta_info = {name: {"symbol": _MODEL_BASE_URL + sym, "params": _MODEL_BASE_URL + params}
+                     for name, (sym, params) in _MODELS.items()}
+    meta_info = dict(meta_info)
+    if model_name not in meta_info:
+        return (None, 0)
+    meta = dict(meta_info[model_name])
+    for key in ("symbol", "params"):
+        if key not in meta:
+            raise ValueError(f"download_model: meta_info[{model_name!r}] has no {key!r} URL")
+    os.makedirs(dst_dir, exist_ok=True)
+    prefix = os.path.join(dst_dir, model_name)
+    _fetch("download_model", meta["symbol"], prefix + "-symbol.json")
+    _fetch("download_model", meta["params"], prefix + "-0000.params")
+    return (prefix, 0)

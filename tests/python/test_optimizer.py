@@ -575,3 +575,217 @@ def test_dcasgd_matches_its_formula(momentum):
         mom = momentum * mom + step if momentum else step
         prev, w = w, w + mom
     np.testing.assert_allclose(weight.asnumpy(), w, rtol=1e-5, atol=1e-6)
+
+
+# ----- LBSGD and ccSGD -----------------------------------------------------------------------------------------
+
+FIXTURES = ROOT / "tests" / "fixtures" / "optimizer"
+LB_WARM = dict(batch_scale=2, warmup_epochs=2, updates_per_epoch=4)  # warm-up: 8 calls; steps at 2, 4, 6, 8, ...
+
+
+def lb_mult(strategy, n, nwup, scale):
+    """The warm-up multiplier, written from the formulas of MXNet's LBSGD docs."""
+    if n >= nwup:
+        return float(scale)
+    frac = n / nwup
+    return {"linear": 1 + (scale - 1) * frac, "power2": 1 + (scale - 1) * frac ** 2,
+            "sqrt": 1 + (scale - 1) * math.sqrt(frac)}.get(strategy, 1.0)
+
+
+def ref_lbsgd(strategy, mu, batch_scale, warmup_epochs, updates_per_epoch, begin_epoch=0):
+    nwup = warmup_epochs * updates_per_epoch
+
+    def step(t, w, g, s, lr, wd, shared):
+        s["n"] = s.get("n", begin_epoch * updates_per_epoch) + 1
+        s["cum"] = s.get("cum", 0) + g
+        if s["n"] % batch_scale:
+            return w
+        gm = s.pop("cum") / batch_scale
+        if strategy == "lars":
+            w2, g2 = np.sum(w * w), np.sum(gm * gm)
+            mult = min(max(math.sqrt(w2 / (g2 + wd * w2 + 1e-18)), 0.01), 100)
+        else:
+            mult = lb_mult(strategy, s["n"], nwup, batch_scale)
+        s.setdefault("mom", np.zeros_like(w))
+        s["mom"] = mu * s["mom"] - lr * mult * (clip(RS * gm, CLIP) + wd * w)
+        return w + s["mom"]
+    return step
+
+
+LB_CASES = {
+    "linear": (dict(momentum=0.9, warmup_strategy="linear", **LB_WARM), ref_lbsgd("linear", 0.9, 2, 2, 4)),
+    "power2": (dict(warmup_strategy="power2", **LB_WARM), ref_lbsgd("power2", 0.0, 2, 2, 4)),
+    "sqrt": (dict(momentum=0.5, warmup_strategy="sqrt", **LB_WARM), ref_lbsgd("sqrt", 0.5, 2, 2, 4)),
+    "lars": (dict(momentum=0.9, warmup_strategy="lars", **LB_WARM), ref_lbsgd("lars", 0.9, 2, 2, 4)),
+    "unknown": (dict(momentum=0.9, warmup_strategy="other", **LB_WARM), ref_lbsgd("other", 0.9, 2, 2, 4)),
+    "scale3_begin1": (dict(momentum=0.9, batch_scale=3, warmup_epochs=3, updates_per_epoch=3, begin_epoch=1),
+                      ref_lbsgd("linear", 0.9, 3, 3, 3, begin_epoch=1)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LB_CASES))
+def test_lbsgd_matches_numpy_reference_across_warmup(case):
+    kwargs, reference = LB_CASES[case]
+    kwargs = dict(kwargs, learning_rate=0.1)
+    steps = 12
+    for n in range(1, steps + 1):  # weights after each step: inside a large batch they stay put
+        got, opt, _ = run_oxnet("lbsgd", kwargs, steps=n)
+        want = run_reference(reference, 0.1, steps=n)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12, err_msg=f"{case} step {n}")
+    assert type(opt).__name__ == "LBSGD" and opt._index_update_count == {0: steps, 1: steps}
+    start = kwargs.get("begin_epoch", 0) * kwargs["updates_per_epoch"]
+    assert opt.cumgrads[0]["num_cums"] == start + steps
+    # float32 weights follow the same formula to float32 accuracy
+    got32, _, _ = run_oxnet("lbsgd", kwargs, dtype=np.float32, steps=steps)
+    for g, w in zip(got32, run_reference(reference, 0.1, steps=steps)):
+        assert g.dtype == np.float32
+        np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-5)
+
+
+def test_lbsgd_multipliers_by_hand():
+    opt = mx.optimizer.LBSGD(batch_scale=4, warmup_epochs=2, updates_per_epoch=4)  # nwup = 8
+    assert [opt._get_lbmult(n) for n in (2, 4, 8, 20)] == [1.75, 2.5, 4.0, 4.0]
+    opt.warmup_strategy = "power2"
+    assert [opt._get_lbmult(n) for n in (2, 4, 8)] == [1.1875, 1.75, 4.0]
+    opt.warmup_strategy = "sqrt"
+    assert opt._get_lbmult(2) == pytest.approx(2.5)
+    # lars: sqrt(|w|²/(|g|²+wd|w|²)) clipped to [0.01, 100]
+    w, g = mx.nd.array([3.0, 4.0]), mx.nd.array([0.0, 5.0])
+    assert opt._get_lars(w, g, 0.0) == pytest.approx(1.0)
+    assert opt._get_lars(w, g, 1.0) == pytest.approx(math.sqrt(25 / 50))
+    assert opt._get_lars(w, g * 1e-4, 0.0) == 100.0
+    assert opt._get_lars(w * 1e-4, g, 0.0) == 0.01
+
+
+def test_lbsgd_defaults_and_registry():
+    opt = mx.optimizer.create("lbsgd", begin_epoch=2)
+    assert isinstance(opt, mx.optimizer.LBSGD)
+    assert (opt.momentum, opt.warmup_strategy, opt.warmup_epochs, opt.batch_scale, opt.updates_per_epoch,
+            opt.num_epochs, opt.init_updates, opt.multi_precision) == (0.0, "linear", 5, 1, 32, 60, 64, False)
+    assert opt.create_state(0, mx.nd.zeros((2,))) is None
+    assert opt.learning_rate == 0.01
+    mom = mx.optimizer.LBSGD(momentum=0.9).create_state(0, mx.nd.zeros((2, 3), dtype="float64"))
+    assert mom.shape == (2, 3) and mom.dtype == np.float64 and not mom.asnumpy().any()
+    assert "LBSGD" in mx.optimizer.__all__ and "ccSGD" in mx.optimizer.__all__
+
+
+def test_lbsgd_copies_a_reused_gradient_buffer():
+    # backward writes into the same gradient array each step; the first gradient of a large batch must
+    # survive it (MXNet 1.9.1 keeps a reference and would use 2 * g2 instead of g1 + g2)
+    opt = mx.optimizer.LBSGD(learning_rate=0.5, batch_scale=2, warmup_epochs=0)
+    w, buf = mx.nd.array([1.0, 2.0]), mx.nd.zeros((2,))
+    up = mx.optimizer.get_updater(opt)
+    buf[:] = mx.nd.array([1.0, 3.0])
+    up(0, buf, w)
+    np.testing.assert_array_equal(w.asnumpy(), [1.0, 2.0])
+    buf[:] = mx.nd.array([3.0, 1.0])
+    up(0, buf, w)
+    # mean gradient [2, 2], lr 0.5 * batch_scale 2
+    np.testing.assert_allclose(w.asnumpy(), [-1.0, 0.0])
+
+
+def test_lbsgd_multi_precision_float16():
+    kwargs = dict(learning_rate=0.1, momentum=0.9, multi_precision=True, batch_scale=2, warmup_epochs=1,
+                  updates_per_epoch=2)
+    w16 = mx.nd.array([0.5, -0.25, 1.0], dtype="float16")
+    up = mx.optimizer.get_updater(mx.optimizer.LBSGD(**kwargs))
+    w32 = mx.nd.array([0.5, -0.25, 1.0])
+    up32 = mx.optimizer.get_updater(mx.optimizer.LBSGD(**dict(kwargs, multi_precision=False)))
+    for k in range(4):
+        g = np.array([0.3, -0.1 * k, 0.05], dtype=np.float32)
+        up(0, mx.nd.array(g, dtype="float16"), w16)
+        up32(0, mx.nd.array(g.astype(np.float16).astype(np.float32)), w32)
+    master, mom = up.states[0]
+    assert w16.dtype == np.float16 and master.dtype == np.float32 and mom.dtype == np.float32
+    np.testing.assert_allclose(master.asnumpy(), w32.asnumpy(), rtol=1e-6)
+    np.testing.assert_array_equal(w16.asnumpy(), w32.asnumpy().astype(np.float16))
+    # create_state itself gives MXNet's (momentum, master copy) pair, which update takes directly
+    opt = mx.optimizer.LBSGD(**kwargs)
+    w = mx.nd.array([0.5, -0.25, 1.0], dtype="float16")
+    state = opt.create_state(0, w)
+    assert isinstance(state, tuple) and state[1].dtype == np.float32
+    opt.update(0, w, mx.nd.array([1.0, 1.0, 1.0], dtype="float16"), state)
+    opt.update(0, w, mx.nd.array([1.0, 1.0, 1.0], dtype="float16"), state)
+    np.testing.assert_allclose(state[1].asnumpy(), [0.3, -0.45, 0.8], rtol=1e-6)  # lr 0.1 * mult 2
+    np.testing.assert_allclose(w.asnumpy(), state[1].asnumpy().astype(np.float16))
+
+
+def test_ccsgd_is_sgd():
+    assert issubclass(mx.optimizer.ccSGD, mx.optimizer.SGD)
+    a, _, _ = run_oxnet("ccsgd", dict(learning_rate=0.1, momentum=0.9))
+    b, _, _ = run_oxnet("sgd", dict(learning_rate=0.1, momentum=0.9))
+    want = run_reference(ref_sgd(0.9), 0.1)
+    for x, y, z in zip(a, b, want):
+        np.testing.assert_array_equal(x, y)
+        np.testing.assert_allclose(x, z, rtol=1e-12, atol=1e-12)
+    assert type(mx.optimizer.create("ccSGD")).__name__ == "ccSGD"
+
+
+def _fixture_cases(archive):
+    return sorted({k.split(":")[0] for k in archive.files if ":" in k})
+
+
+def test_lbsgd_and_ccsgd_same_weights_as_mxnet_fixture():
+    """Weights after each of 14 steps against MXNet 1.9.1's (scripts/make_optimizer_fixtures.py)."""
+    archive = np.load(FIXTURES / "lbsgd.npz", allow_pickle=False)
+    cases = _fixture_cases(archive)
+    assert {"linear", "power2", "sqrt", "lars", "begin_epoch", "scheduler", "float16_mp", "ccsgd"} <= set(cases)
+    for case in cases:
+        spec = json.loads(str(archive[case + ":kwargs"]))
+        setup = json.loads(str(archive[case + ":setup"]))
+        kwargs = dict(spec["kwargs"])
+        if setup["scheduler"] is not None:
+            kwargs["lr_scheduler"] = mx.lr_scheduler.FactorScheduler(**setup["scheduler"])
+        opt = mx.optimizer.create(spec["name"], **kwargs)
+        opt.set_lr_mult({int(k): v for k, v in setup["lr_mult"].items()})
+        opt.set_wd_mult({int(k): v for k, v in setup["wd_mult"].items()})
+        up = mx.optimizer.get_updater(opt)
+        dtype = setup["dtype"]
+        ws = [mx.nd.array(archive[f"weight{i}"], dtype=dtype) for i in range(2)]
+        steps = archive["grad0"].shape[0]
+        moved = 0
+        for s in range(steps):
+            for i, w in enumerate(ws):
+                up(i, mx.nd.array(archive[f"grad{i}"][s], dtype=dtype), w)
+                want = archive[f"{case}:w{i}"][s]
+                assert w.dtype == want.dtype
+                np.testing.assert_allclose(w.asnumpy(), want, rtol=1e-5, atol=1e-5, err_msg=f"{case} step {s}")
+                moved += not np.array_equal(want, archive[f"weight{i}"].astype(dtype))
+        assert moved > steps  # the weights did change
+
+
+LBSGD_MXNET_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import mxnet as mx
+    import numpy as np
+    args = json.loads(sys.stdin.read())
+    opt = mx.optimizer.create("lbsgd", **args["kwargs"])
+    up = mx.optimizer.get_updater(opt)
+    w = mx.nd.array(args["w"])
+    for g in args["grads"]:
+        up(0, mx.nd.array(g), w)
+    print(json.dumps(w.asnumpy().tolist()))
+""")
+
+
+def test_lbsgd_same_weights_as_live_mxnet():
+    """One run against MXNet 1.9.1 itself: lars with momentum, large batches of 3 from epoch 2."""
+    if not MXNET_PYTHON.exists():
+        pytest.skip("MXNet 1.9.1 side environment .venv-mxnet is missing (scripts/test.sh creates it)")
+    rng = np.random.RandomState(3)
+    w0 = rng.uniform(-1, 1, (4, 3)).astype(np.float32)
+    grads_ = [rng.uniform(-1, 1, (4, 3)).astype(np.float32) for _ in range(9)]
+    kwargs = dict(learning_rate=0.05, momentum=0.8, wd=0.001, warmup_strategy="lars", batch_scale=3,
+                  updates_per_epoch=3, begin_epoch=2, rescale_grad=2.0)
+    payload = {"kwargs": kwargs, "w": w0.tolist(), "grads": [g.tolist() for g in grads_]}
+    result = subprocess.run([str(MXNET_PYTHON), "-c", LBSGD_MXNET_SCRIPT], input=json.dumps(payload),
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    theirs = np.array(json.loads(result.stdout.strip().splitlines()[-1]), dtype=np.float32)
+    up = mx.optimizer.get_updater(mx.optimizer.create("lbsgd", **kwargs))
+    w = mx.nd.array(w0)
+    for g in grads_:
+        up(0, mx.nd.array(g), w)
+    assert not np.allclose(theirs, w0)
+    np.testing.assert_allclose(w.asnumpy(), theirs, rtol=1e-5, atol=1e-5)

@@ -113,6 +113,11 @@ def check_sha1(filename, sha1_hash):
     return digest.hexdigest() == sha1_hash
 
 
+#: Seconds ``download`` waits for the server at each step before it gives
+#: the attempt up (a silent network is then an error, not a hang).
+DOWNLOAD_TIMEOUT = 60.0
+
+
 def replace_file(src, dst):
     """Moves ``src`` over ``dst`` in one step (atomic on one file system)."""
     os.replace(src, dst)
@@ -165,7 +170,8 @@ def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_
         tmp = f"{fname}.{uuid.uuid4()}"
         try:
             print(f"Downloading {fname} from {url}...")
-            with urllib.request.urlopen(url, context=context) as response, open(tmp, "wb") as out:
+            with urllib.request.urlopen(url, context=context, timeout=DOWNLOAD_TIMEOUT) as response, \
+                    open(tmp, "wb") as out:
                 status = getattr(response, "status", None)
                 if status is not None and status != 200:
                     raise RuntimeError(f"the server answered {status}")

@@ -2,7 +2,9 @@
 
 The built-in optimizers (``SGD``, ``NAG``, ``Adam``, ``AdamW``, ``AdaGrad``,
 ``AdaDelta``, ``RMSProp``, ``Adamax``, ``Nadam``, ``Ftrl``, ``FTML``,
-``Signum``, ``LAMB``, ``LARS``) run in Rust through core update operators; subclass
+``Signum``, ``LAMB``, ``LARS``, and ``ccSGD``, MXNet's deprecated name of
+``SGD``) run in Rust through core update operators; ``SGLD``, ``DCASGD``
+and ``LBSGD`` are written in Python on top of them. Subclass
 :class:`Optimizer` and decorate with :func:`register` to write one in Python::
 
     opt = mx.optimizer.create('sgd', learning_rate=0.1, momentum=0.9)
@@ -11,11 +13,12 @@ The built-in optimizers (``SGD``, ``NAG``, ``Adam``, ``AdamW``, ``AdaGrad``,
 """
 
 from .optimizer import (Optimizer, register, create, SGD, NAG, Adam, AdamW, AdaGrad, AdaDelta, RMSProp,
-                        Adamax, Nadam, Ftrl, FTML, Signum, SignSGD, LAMB, LARS, SGLD, DCASGD)
+                        Adamax, Nadam, Ftrl, FTML, Signum, SignSGD, LAMB, LARS, SGLD, DCASGD,
+                        LBSGD, ccSGD)
 from .updater import Updater, get_updater
 
 __all__ = [
     "Optimizer", "register", "create", "get_updater", "Updater", "SGD", "NAG", "Adam", "AdamW", "AdaGrad",
     "AdaDelta", "RMSProp", "Adamax", "Nadam", "Ftrl", "FTML", "Signum", "SignSGD", "LAMB", "LARS",
-    "SGLD", "DCASGD",
+    "SGLD", "DCASGD", "LBSGD", "ccSGD",
 ]

@@ -9,6 +9,8 @@ call. Subclass :class:`Optimizer` and override ``create_state`` and
 ``update`` to write an optimizer in Python, as with MXNet.
 """
 
+import logging
+import math
 import os
 import warnings
 
@@ -21,7 +23,7 @@ from ..ndarray import NDArray
 
 __all__ = [
     "Optimizer", "register", "create", "SGD", "NAG", "Adam", "AdamW", "AdaGrad", "AdaDelta", "RMSProp",
-    "Adamax", "Nadam", "Ftrl", "FTML", "Signum", "SignSGD", "LAMB", "LARS", "SGLD", "DCASGD",
+    "Adamax", "Nadam", "Ftrl", "FTML", "Signum", "SignSGD", "LAMB", "LARS", "SGLD", "DCASGD", "LBSGD", "ccSGD",
 ]
 
 
@@ -493,6 +495,12 @@ class SGD(_Builtin):
 
 
 @register
+class ccSGD(SGD):  # pylint: disable=invalid-name
+    """[DEPRECATED] MXNet's old name of :class:`SGD`: the same optimizer, kept so that
+    ``mx.optimizer.create('ccsgd', ...)`` and ``mx.optimizer.ccSGD(...)`` still work."""
+
+
+@register
 class NAG(_Builtin):
     """Nesterov accelerated gradient (fused ``nag_mom_update``)::
 
@@ -765,3 +773,175 @@ class DCASGD(Optimizer):
             step = mom
         previous[:] = weight
         weight[:] += step
+
+
+@register
+class LBSGD(Optimizer):
+    """Large-batch SGD: gradients are accumulated over ``batch_scale`` calls
+    of :meth:`update` for each parameter (the weight stays put in between),
+    then their mean takes one SGD step (with ``momentum``, fused
+    ``sgd_mom_update``, or ``sgd_update`` without) at a learning rate scaled
+    by a warm-up multiplier::
+
+        n = begin_epoch * updates_per_epoch + (calls for this parameter so far)
+        at each n divisible by batch_scale:
+            g = (sum of the gradients since the last step) / batch_scale
+            lr' = lr * mult(n)
+            state = momentum * state - lr' * (clip(rescale_grad * g, clip_gradient) + wd * weight)
+            weight = weight + state
+
+    With ``nwup = warmup_epochs * updates_per_epoch`` and ``B = batch_scale``,
+    ``mult(n)`` is ``B`` once ``n >= nwup`` and before that ``1 + (B-1)*n/nwup``
+    ('linear'), ``1 + (B-1)*(n/nwup)**2`` ('power2'), ``1 + (B-1)*sqrt(n/nwup)``
+    ('sqrt'), or 1 for any other name. With 'lars' it is the layer-wise rate
+    ``sqrt(|w|² / (|g|² + wd*|w|² + 1e-18))`` clipped to ``[0.01, 100]`` (squared
+    L2 norms, ``g`` the averaged gradient before ``rescale_grad``).
+
+    Parameters
+    ----------
+    momentum : float, default 0.0
+        The momentum value.
+    multi_precision : bool, default False
+        Keep float32 master copies of float16 weights and update those.
+    warmup_strategy : str, default 'linear'
+        'linear', 'power2', 'sqrt' or 'lars' (see above).
+    warmup_epochs : int, default 5
+        Epochs of warm-up.
+    batch_scale : int, default 1
+        How many calls make one large batch (and the largest multiplier).
+    updates_per_epoch : int, default 32
+        Calls per epoch, to count the warm-up in calls.
+    begin_epoch : int, default 0
+        The epoch to start from: the count ``n`` starts at
+        ``begin_epoch * updates_per_epoch``.
+    num_epochs : int, default 60
+        Kept as an attribute (unused, as in MXNet).
+
+    The update follows MXNet 1.9.1's ``LBSGD`` but for one bug: MXNet keeps the
+    first gradient of a parameter by reference, so when the caller reuses that
+    gradient buffer (as ``Module`` and ``gluon.Trainer`` do: backward writes
+    into it) the first gradient of the first large batch is lost and the next
+    one counted twice. Here that gradient is copied.
+    """
+
+    def __init__(self, momentum=0.0, multi_precision=False, warmup_strategy="linear", warmup_epochs=5,
+                 batch_scale=1, updates_per_epoch=32, begin_epoch=0, num_epochs=60, **kwargs):
+        super().__init__(multi_precision=multi_precision, **kwargs)
+        logging.info("Running Large-Batch SGD Algorithm")
+        logging.info("(Batch_scale=%f, warmup_epochs=%d, warmup_strategy=%s, updates_per_epoch=%d)",
+                     batch_scale, warmup_epochs, warmup_strategy, updates_per_epoch)
+        self.momentum = momentum
+        self.warmup_strategy = warmup_strategy
+        self.warmup_epochs = warmup_epochs
+        self.batch_scale = batch_scale
+        self.updates_per_epoch = updates_per_epoch
+        self.init_updates = begin_epoch * updates_per_epoch
+        self.num_epochs = num_epochs
+        self.lbmult = 1
+        self.cumgrads = {}
+        self.adaptive = False
+        self.admult = 1
+
+    def create_state(self, index, weight):
+        """The momentum (None without momentum); for a float16 weight under
+        ``multi_precision`` the pair ``(momentum, float32 master copy)``."""
+        if self.multi_precision and weight.dtype == numpy.float16:
+            master = weight.astype(numpy.float32)
+            momentum = None
+            if self.momentum != 0.0:
+                momentum = nd.zeros(weight.shape, weight.context, dtype=numpy.float32)
+            return (momentum, master)
+        if weight.dtype == numpy.float16:
+            warnings.warn("Accumulating with float16 in optimizer can lead to poor accuracy or slow "
+                          "convergence. Consider using multi_precision=True option of the SGD optimizer")
+        if self.momentum != 0.0:
+            return nd.zeros(weight.shape, weight.context, dtype=weight.dtype)
+        return None
+
+    def _get_lbmult(self, nup):
+        """The warm-up multiplier of the learning rate at count ``nup``."""
+        nwup = self.warmup_epochs * self.updates_per_epoch
+        top = float(self.batch_scale)
+        if nup >= nwup:
+            return top
+        if nwup <= 1:
+            return 1.0
+        frac = nup / nwup
+        if self.warmup_strategy == "linear":
+            return 1.0 + (top - 1) * frac
+        if self.warmup_strategy == "power2":
+            return 1.0 + (top - 1) * (nup * nup) / (nwup * nwup)
+        if self.warmup_strategy == "sqrt":
+            return 1.0 + (top - 1) * math.sqrt(float(nup) / nwup)
+        return 1.0
+
+    def _get_lars(self, weight, g, wd):
+        """The layer-wise ('lars') multiplier, clipped to [0.01, 100]."""
+        w2 = self._l2norm(weight)
+        g2 = self._l2norm(g)
+        ratio = math.sqrt(w2 / (g2 + wd * w2 + 1e-18))
+        return min(max(ratio, 0.01), 100.0)
+
+    def _l2norm(self, v):
+        """The squared L2 norm of ``v`` (summed in float64)."""
+        a = v.asnumpy().astype(numpy.float64)
+        return float(numpy.dot(a.ravel(), a.ravel()))
+
+    def _reset_cum_gradient(self, index):
+        """Starts a new large batch for ``index`` (the count goes on)."""
+        self.cumgrads[index]["cum_grad"] = 0
+
+    def _get_cum_gradient(self, index):
+        """The accumulation record ``{'cum_grad', 'num_cums'}`` of ``index`` ({} when none)."""
+        return self.cumgrads.get(index, {})
+
+    def _put_cum_gradient(self, index, cgrad):
+        """Stores the accumulation record of ``index``."""
+        self.cumgrads[index] = cgrad
+
+    def _cumulate_gradient(self, grad, index):
+        """Adds ``grad`` to ``index``'s accumulated gradient and counts the call."""
+        cgrad = self._get_cum_gradient(index)
+        if cgrad and cgrad["num_cums"] > 0:
+            num_cums = cgrad["num_cums"] + 1
+            prev = cgrad["cum_grad"]
+            cum_grad = prev + grad if isinstance(prev, NDArray) else grad.copy()
+        else:
+            num_cums = self.init_updates + 1
+            cum_grad = grad.copy()
+        cgrad = {"cum_grad": cum_grad, "num_cums": num_cums}
+        self._put_cum_gradient(index, cgrad)
+        return cgrad
+
+    def update(self, index, weight, grad, state):
+        """Accumulates ``grad``; at the end of a large batch updates ``weight`` in place."""
+        if not isinstance(weight, NDArray) or not isinstance(grad, NDArray):
+            raise TypeError("LBSGD.update takes NDArray weight and grad")
+        lr = self._get_lr(index)
+        wd = self._get_wd(index)
+        self._update_count(index)
+        cgrad = self._cumulate_gradient(grad, index)
+        if cgrad["num_cums"] % self.batch_scale != 0:
+            return  # inside a large batch: the weight stays put
+        grad = cgrad["cum_grad"] / self.batch_scale
+        if self.warmup_strategy == "lars":
+            lbmult = self._get_lars(weight, grad, wd)
+        else:
+            lbmult = self._get_lbmult(cgrad["num_cums"])
+        lr = lr * lbmult
+        kwargs = {"rescale_grad": self.rescale_grad}
+        if self.momentum > 0:
+            kwargs["momentum"] = self.momentum
+        if self.clip_gradient:
+            kwargs["clip_gradient"] = self.clip_gradient
+        if isinstance(state, (list, tuple)):
+            mom, master = state
+            if mom is not None:
+                nd.mp_sgd_mom_update(weight, grad, mom, master, out=weight, lr=lr, wd=wd, **kwargs)
+            else:
+                nd.mp_sgd_update(weight, grad, master, out=weight, lr=lr, wd=wd, **kwargs)
+        elif state is not None:
+            nd.sgd_mom_update(weight, grad, state, out=weight, lr=lr, wd=wd, **kwargs)
+        else:
+            nd.sgd_update(weight, grad, out=weight, lr=lr, wd=wd, **kwargs)
+        self._reset_cum_gradient(index)

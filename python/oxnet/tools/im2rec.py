@@ -23,8 +23,12 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from .. import _oxnet, recordio
-from ..ndarray import array
+if __package__:
+    from .. import _oxnet, recordio
+    from ..ndarray import array
+else:  # run as a file (``python path/to/im2rec.py``), as MXNet's tool is run
+    from oxnet import _oxnet, recordio
+    from oxnet.ndarray import array
 
 
 def list_image(root, recursive, exts):
