@@ -35,9 +35,9 @@ pub use scope::{
     backward_scope, custom_scope, graph_scope, op_scope, span, CustomScope, GraphScope, OpScope, Span,
 };
 
+use crate::fork::ForkMutex;
 use crate::{Error, Result};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::Mutex;
 
 /// Mode bit: operators called one by one (imperative calls, autograd's backward kernels).
 pub const IMPERATIVE: u8 = 1;
@@ -56,7 +56,8 @@ pub const USER: u8 = 16;
 static MODE: AtomicU8 = AtomicU8::new(0);
 static RUNNING: AtomicBool = AtomicBool::new(false);
 static PAUSED: AtomicBool = AtomicBool::new(false);
-static CONFIG: Mutex<Option<Config>> = Mutex::new(None);
+static CONFIG: ForkMutex<Option<Config>> = ForkMutex::new(None);
+crate::fork_safe!(CONFIG);
 
 /// The profiler's settings (`mx.profiler.set_config`). The defaults are
 /// MXNet 1.9.1's: every kind of event, `profile.json`, continuous dumps.
@@ -123,7 +124,7 @@ pub enum State {
 }
 
 fn config() -> std::sync::MutexGuard<'static, Option<Config>> {
-    CONFIG.lock().unwrap_or_else(|e| e.into_inner())
+    CONFIG.lock()
 }
 
 fn update_mode() {

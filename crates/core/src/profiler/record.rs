@@ -2,6 +2,7 @@
 //! list (and the aggregate statistics) when dumped.
 
 use super::aggregate::Stats;
+use crate::fork::ForkMutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
@@ -93,7 +94,8 @@ struct Threads {
     names: Vec<(u32, String)>,
 }
 
-static THREADS: Mutex<Threads> = Mutex::new(Threads { buffers: Vec::new(), names: Vec::new() });
+static THREADS: ForkMutex<Threads> = ForkMutex::new(Threads { buffers: Vec::new(), names: Vec::new() });
+crate::fork_safe!(THREADS);
 
 /// Events gathered from the thread buffers, and the statistics over them.
 struct Gathered {
@@ -101,7 +103,8 @@ struct Gathered {
     stats: Stats,
 }
 
-static GATHERED: Mutex<Option<Gathered>> = Mutex::new(None);
+static GATHERED: ForkMutex<Option<Gathered>> = ForkMutex::new(None);
+crate::fork_safe!(GATHERED);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -117,7 +120,7 @@ fn register_thread() -> Arc<ThreadBuffer> {
     let buffer = Arc::new(ThreadBuffer { id, events: Mutex::new(Vec::new()) });
     let current = std::thread::current();
     let name = current.name().map(str::to_string).unwrap_or_else(|| format!("thread {id}"));
-    let mut threads = lock(&THREADS);
+    let mut threads = THREADS.lock();
     threads.buffers.push(buffer.clone());
     threads.names.push((id, name));
     buffer
@@ -134,7 +137,7 @@ pub(crate) fn push(record: Record) {
     });
     if let Some(record) = slot {
         // the thread is exiting: straight to the gathered list
-        let mut gathered = lock(&GATHERED);
+        let mut gathered = GATHERED.lock();
         let g = gathered.get_or_insert_with(empty);
         g.stats.add(&record);
         g.events.push(record);
@@ -148,13 +151,13 @@ fn empty() -> Gathered {
 /// Moves every thread's events into the gathered list and the statistics.
 pub(crate) fn gather() {
     let buffers: Vec<Arc<ThreadBuffer>> = {
-        let mut threads = lock(&THREADS);
+        let mut threads = THREADS.lock();
         // a buffer only this list holds belongs to a thread that ended
         let live: Vec<Arc<ThreadBuffer>> = threads.buffers.clone();
         threads.buffers.retain(|b| Arc::strong_count(b) > 2);
         live
     };
-    let mut gathered = lock(&GATHERED);
+    let mut gathered = GATHERED.lock();
     let g = gathered.get_or_insert_with(empty);
     for buffer in buffers {
         let drained = std::mem::take(&mut *lock(&buffer.events));
@@ -167,31 +170,31 @@ pub(crate) fn gather() {
 
 /// Runs `f` on the gathered events (in gathering order).
 pub(crate) fn with_events<R>(f: impl FnOnce(&[Record]) -> R) -> R {
-    let mut gathered = lock(&GATHERED);
+    let mut gathered = GATHERED.lock();
     f(&gathered.get_or_insert_with(empty).events)
 }
 
 /// Runs `f` on the statistics.
 pub(crate) fn with_stats<R>(f: impl FnOnce(&Stats) -> R) -> R {
-    let mut gathered = lock(&GATHERED);
+    let mut gathered = GATHERED.lock();
     f(&gathered.get_or_insert_with(empty).stats)
 }
 
 /// Forgets the gathered events (after a finishing dump).
 pub(crate) fn drop_gathered() {
-    if let Some(g) = lock(&GATHERED).as_mut() {
+    if let Some(g) = GATHERED.lock().as_mut() {
         g.events = Vec::new();
     }
 }
 
 /// Starts the statistics afresh.
 pub(crate) fn reset_stats() {
-    if let Some(g) = lock(&GATHERED).as_mut() {
+    if let Some(g) = GATHERED.lock().as_mut() {
         g.stats = Stats::default();
     }
 }
 
 /// The names of the threads that recorded, by id.
 pub(crate) fn thread_names() -> Vec<(u32, String)> {
-    lock(&THREADS).names.clone()
+    THREADS.lock().names.clone()
 }
