@@ -2,7 +2,7 @@
 //! augmented and normalised images from a RecordIO file, made on
 //! background threads while the consumer trains.
 //!
-//! A producer thread reads the records of each batch in order (or in a
+//! A producer thread ([`crate::record_pipeline`]) reads the records of each batch in order (or in a
 //! seeded shuffled order), decodes and augments them in parallel on
 //! `threads` threads, and hands finished batches over a bounded queue
 //! (`prefetch` batches ahead). The augmentation follows MXNet's default
@@ -18,15 +18,12 @@ use crate::augment::{augment, AugmentParams};
 use crate::image::{decode, Channels};
 use crate::image_list::ImageList;
 use crate::image_normalize::Normalize;
-use crate::recordio::RecordReader;
+use crate::record_pipeline::{part_offsets, split_record, PipelineSettings, Prepare, RecordPipeline};
 use oxnet_core::{Error, Result};
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use rand_pcg::Pcg64;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 /// What the pipeline reads and how it prepares each image.
 #[derive(Clone, Debug)]
@@ -153,283 +150,82 @@ impl ImageRecordConfig {
     }
 }
 
-/// One batch: `data` (batch, c, h, w) and `label` (batch, label_width),
-/// row-major; the last `pad` images repeat the epoch's first ones (or are
-/// zeros without `round_batch`).
-#[derive(Debug)]
-pub struct Batch {
-    /// The images.
-    pub data: Vec<f32>,
-    /// The labels.
-    pub label: Vec<f32>,
-    /// How many images at the end are padding.
-    pub pad: usize,
+pub use crate::record_pipeline::Batch;
+
+/// `ImageRecordIter`'s preparation of one record.
+struct ImagePrep {
+    config: Arc<ImageRecordConfig>,
+    labels: Option<Arc<ImageList>>,
+}
+
+impl Prepare for ImagePrep {
+    fn name(&self) -> &'static str {
+        "ImageRecordIter"
+    }
+
+    fn data_len(&self) -> usize {
+        self.config.data_shape.iter().product()
+    }
+
+    fn label_len(&self) -> usize {
+        self.config.label_width
+    }
+
+    fn prepare(&self, record: &[u8], rng: &mut Pcg64, data: &mut [f32], label: &mut [f32]) -> Result<()> {
+        let labels = prepare(&self.config, self.labels.as_deref(), record, rng, data)?;
+        label.copy_from_slice(&labels);
+        Ok(())
+    }
 }
 
 /// A running pipeline: call [`next_batch`](Self::next_batch) for batches and
 /// [`reset`](Self::reset) for the next epoch.
 pub struct ImageRecordIter {
-    config: Arc<ImageRecordConfig>,
-    /// Record offsets of this part, in file order.
-    offsets: Arc<Vec<u64>>,
-    /// The labels of `path_imglist`.
-    labels: Option<Arc<ImageList>>,
-    epoch: u64,
-    /// Where in its order this epoch starts (after the last one's padding).
-    start: usize,
-    worker: Option<Worker>,
-}
-
-struct Worker {
-    batches: Receiver<Result<Batch>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        // unblock a producer waiting on a full queue, then wait for it
-        while self.batches.try_recv().is_ok() {}
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
+    pipeline: RecordPipeline<ImagePrep>,
 }
 
 impl ImageRecordIter {
     /// Opens the file, finds this part's records and starts the first epoch.
     pub fn new(config: ImageRecordConfig) -> Result<ImageRecordIter> {
         config.check()?;
-        let mut reader = RecordReader::open(&config.path_imgrec)?;
-        let all = reader.offsets()?;
-        // parts split the file by bytes at record starts, as dmlc-core's input splits do
-        let size = reader.size();
-        let (from, to) = (
-            size * config.part_index as u64 / config.num_parts as u64,
-            size * (config.part_index as u64 + 1) / config.num_parts as u64,
-        );
-        let offsets: Vec<u64> = all.into_iter().filter(|&o| o >= from && o < to).collect();
-        if offsets.is_empty() {
-            return Err(Error::Invalid(format!(
-                "ImageRecordIter: `{}` holds no records for part {} of {}",
-                config.path_imgrec.display(),
-                config.part_index,
-                config.num_parts
-            )));
-        }
+        let settings = PipelineSettings {
+            path_imgrec: config.path_imgrec.clone(),
+            batch_size: config.batch_size,
+            shuffle: config.shuffle,
+            seed: config.seed,
+            threads: config.threads,
+            prefetch: config.prefetch,
+            round_batch: config.round_batch,
+            part_index: config.part_index,
+            num_parts: config.num_parts,
+        };
+        let offsets = part_offsets("ImageRecordIter", &settings)?;
         let labels = match &config.path_imglist {
             Some(path) => Some(Arc::new(ImageList::read(path, config.label_width)?)),
             None => None,
         };
-        let mut it = ImageRecordIter {
-            config: Arc::new(config),
-            offsets: Arc::new(offsets),
-            labels,
-            epoch: 0,
-            start: 0,
-            worker: None,
-        };
-        it.spawn_epoch();
-        Ok(it)
+        let prep = ImagePrep { config: Arc::new(config), labels };
+        Ok(ImageRecordIter { pipeline: RecordPipeline::new(settings, prep, offsets) })
     }
 
     /// The configuration it runs with.
     pub fn config(&self) -> &ImageRecordConfig {
-        &self.config
+        &self.pipeline.prep().config
     }
 
     /// The number of records this reader serves per epoch.
     pub fn num_records(&self) -> usize {
-        self.offsets.len()
-    }
-
-    fn spawn_epoch(&mut self) {
-        self.worker = None;
-        let (tx, rx) = sync_channel(self.config.prefetch.max(1));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (epoch, start) = (self.epoch, self.start);
-        let (config, offsets, flag) = (self.config.clone(), self.offsets.clone(), stop.clone());
-        let labels = self.labels.clone();
-        let thread = std::thread::Builder::new()
-            .name("oxnet-image-record-iter".into())
-            .spawn(move || {
-                let mut producer = match Producer::new(&config, labels.as_deref(), &offsets, epoch, start) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        return;
-                    }
-                };
-                while !flag.load(Ordering::Relaxed) {
-                    match producer.batch() {
-                        Ok(Some(b)) => {
-                            if tx.send(Ok(b)).is_err() {
-                                return;
-                            }
-                        }
-                        Ok(None) => return,
-                        Err(e) => {
-                            let _ = tx.send(Err(e));
-                            return;
-                        }
-                    }
-                }
-            })
-            .expect("spawning a thread");
-        self.worker = Some(Worker { batches: rx, stop, thread: Some(thread) });
+        self.pipeline.num_records()
     }
 
     /// The next batch of this epoch, or `None` at its end.
     pub fn next_batch(&mut self) -> Result<Option<Batch>> {
-        let Some(worker) = &self.worker else { return Ok(None) };
-        match worker.batches.recv() {
-            Ok(Ok(b)) => Ok(Some(b)),
-            Ok(Err(e)) => {
-                self.worker = None;
-                Err(e)
-            }
-            // the producer finished the epoch
-            Err(_) => {
-                self.worker = None;
-                Ok(None)
-            }
-        }
+        self.pipeline.next_batch()
     }
 
     /// Starts the next epoch (reshuffled when `shuffle`).
     pub fn reset(&mut self) {
-        let (n, batch) = (self.offsets.len(), self.config.batch_size);
-        let pad = (batch - (n - self.start) % batch) % batch;
-        self.start = if self.config.round_batch { pad % n } else { 0 };
-        self.epoch += 1;
-        self.spawn_epoch();
-    }
-}
-
-/// A record read for a batch: its position in the epoch's order, and its bytes.
-type Record = (usize, Vec<u8>);
-
-/// Makes the batches of one epoch.
-struct Producer<'a> {
-    config: &'a ImageRecordConfig,
-    labels: Option<&'a ImageList>,
-    reader: RecordReader,
-    order: Vec<u64>,
-    /// Position in `order` of the next record.
-    next: usize,
-    epoch: u64,
-}
-
-impl<'a> Producer<'a> {
-    fn new(
-        config: &'a ImageRecordConfig,
-        labels: Option<&'a ImageList>,
-        offsets: &[u64],
-        epoch: u64,
-        start: usize,
-    ) -> Result<Producer<'a>> {
-        let mut order = offsets.to_vec();
-        if config.shuffle {
-            let mut rng = Pcg64::seed_from_u64(config.seed ^ epoch.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-            for i in (1..order.len()).rev() {
-                order.swap(i, rng.random_range(0..=i));
-            }
-        }
-        Ok(Producer {
-            config,
-            labels,
-            reader: RecordReader::open(&config.path_imgrec)?,
-            order,
-            next: start,
-            epoch,
-        })
-    }
-
-    /// Reads the next batch's records: (position in the epoch, bytes).
-    fn records(&mut self) -> Result<(Vec<Record>, usize)> {
-        let n = self.config.batch_size;
-        let mut out = Vec::with_capacity(n);
-        let mut pad = 0;
-        while out.len() < n {
-            let position = if self.next < self.order.len() {
-                self.next
-            } else if self.config.round_batch && !out.is_empty() {
-                pad += 1;
-                (self.next - self.order.len()) % self.order.len()
-            } else {
-                break;
-            };
-            self.next += 1;
-            self.reader.seek(self.order[position])?;
-            let record = self.reader.read()?.ok_or_else(|| {
-                Error::Invalid(format!(
-                    "ImageRecordIter: `{}` ends where its record at offset {} should be",
-                    self.config.path_imgrec.display(),
-                    self.order[position]
-                ))
-            })?;
-            out.push((position, record));
-        }
-        if !self.config.round_batch {
-            pad = n - out.len();
-        }
-        Ok((out, pad))
-    }
-
-    fn batch(&mut self) -> Result<Option<Batch>> {
-        if self.next >= self.order.len() {
-            return Ok(None);
-        }
-        let (records, pad) = self.records()?;
-        let config = self.config;
-        let [c, h, w] = config.data_shape;
-        let per_image = c * h * w;
-        let mut data = vec![0f32; config.batch_size * per_image];
-        let mut label = vec![0f32; config.batch_size * config.label_width];
-        let threads = config.threads.clamp(1, records.len().max(1));
-        let chunk = records.len().div_ceil(threads);
-        let (epoch, list) = (self.epoch, self.labels);
-        let results: Vec<Result<()>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = records
-                .chunks(chunk)
-                .zip(data.chunks_mut(chunk * per_image))
-                .zip(label.chunks_mut(chunk * config.label_width))
-                .map(|((recs, out), labels)| {
-                    scope.spawn(move || -> Result<()> {
-                        for (k, (position, record)) in recs.iter().enumerate() {
-                            let mut rng = Pcg64::seed_from_u64(
-                                config.seed
-                                    ^ (epoch << 40)
-                                    ^ (*position as u64).wrapping_mul(0x2545_f491_4f6c_dd1d),
-                            );
-                            let img_label = prepare(
-                                config,
-                                list,
-                                record,
-                                &mut rng,
-                                &mut out[k * per_image..(k + 1) * per_image],
-                            )
-                            .map_err(|e| {
-                                Error::Invalid(format!(
-                                    "ImageRecordIter: `{}`, record {position}: {e}",
-                                    config.path_imgrec.display()
-                                ))
-                            })?;
-                            let lw = config.label_width;
-                            labels[k * lw..(k + 1) * lw].copy_from_slice(&img_label);
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(Error::Panic("an image worker".into()))))
-                .collect()
-        });
-        results.into_iter().collect::<Result<Vec<()>>>()?;
-        Ok(Some(Batch { data, label, pad }))
+        self.pipeline.reset()
     }
 }
 
@@ -442,26 +238,7 @@ fn prepare(
     rng: &mut Pcg64,
     out: &mut [f32],
 ) -> Result<Vec<f32>> {
-    const HEADER: usize = 24;
-    if record.len() < HEADER {
-        return Err(Error::Invalid(format!("a record of {} bytes is shorter than its header", record.len())));
-    }
-    let flag = u32::from_le_bytes(record[..4].try_into().expect("4 bytes")) as usize;
-    let mut labels = vec![f32::from_le_bytes(record[4..8].try_into().expect("4 bytes"))];
-    let image_index = u64::from_le_bytes(record[8..16].try_into().expect("8 bytes"));
-    let mut payload = &record[HEADER..];
-    if flag > 0 {
-        if payload.len() < flag * 4 {
-            return Err(Error::Invalid(format!(
-                "the header says {flag} labels follow, but the record is shorter"
-            )));
-        }
-        labels = payload[..flag * 4]
-            .chunks(4)
-            .map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")))
-            .collect();
-        payload = &payload[flag * 4..];
-    }
+    let (mut labels, image_index, payload) = split_record(record)?;
     if let Some(list) = list {
         labels = list.labels(image_index)?.to_vec();
     }
@@ -499,12 +276,12 @@ pub fn mean_image(config: &ImageRecordConfig) -> Result<Vec<f32>> {
     config.shuffle = false;
     config.round_batch = false;
     let mut it = ImageRecordIter::new(config)?;
-    let [c, h, w] = it.config.data_shape;
+    let [c, h, w] = it.config().data_shape;
     let per_image = c * h * w;
     let mut sum = vec![0f32; per_image];
     let mut count = 0usize;
     while let Some(batch) = it.next_batch()? {
-        let filled = it.config.batch_size - batch.pad;
+        let filled = it.config().batch_size - batch.pad;
         for img in batch.data.chunks(per_image).take(filled) {
             sum.iter_mut().zip(img).for_each(|(s, v)| *s += v);
         }

@@ -5,11 +5,14 @@
 //! `mx.image` modules run on.
 
 pub mod augment;
+pub mod det_label;
+pub mod det_record_iter;
 pub mod image;
 pub mod image_list;
 pub mod image_normalize;
 pub mod image_ops;
 pub mod image_record_iter;
+pub mod record_pipeline;
 pub mod recordio;
 pub mod resize;
 

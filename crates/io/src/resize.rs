@@ -97,7 +97,10 @@ fn taps(interp: Interp, src: usize, dst: usize, area_shrink: bool) -> Vec<Taps> 
     (0..dst)
         .map(|d| {
             if interp == Interp::Nearest {
-                let s = ((d as f64 * scale).floor() as i64).min(src as i64 - 1);
+                // OpenCV steps by the inverse of dst / src, which can fall just
+                // below src / dst (18 -> 20: 10 · 0.8999… floors to 8, not 9)
+                let step = 1.0 / (dst as f64 / src as f64);
+                let s = ((d as f64 * step).floor() as i64).min(src as i64 - 1);
                 return Taps { index: vec![clamp(s)], weight: vec![1.0] };
             }
             if interp == Interp::Area && area_shrink {

@@ -6,7 +6,10 @@
 use crate::array::PyNDArray;
 use crate::errors::IntoPyResult;
 use oxnet_core::{DType, Error, NDArray, Result};
+use oxnet_io::augment::det_params::{CropSamplerOptions, DetAugmentParams, ResizeMode};
 use oxnet_io::augment::AugmentParams;
+use oxnet_io::det_label::EmitMode;
+use oxnet_io::det_record_iter::{DetRecordConfig, DetRecordIter};
 use oxnet_io::image::{decode, Channels, Image};
 use oxnet_io::image_normalize::OutputType;
 use oxnet_io::image_record_iter::{mean_image, ImageRecordConfig, ImageRecordIter};
@@ -101,12 +104,20 @@ fn option<'py, T: for<'a> FromPyObject<'a, 'py>>(
     key: &str,
     default: T,
 ) -> PyResult<T> {
+    option_of("ImageRecordIter", options, key, default)
+}
+
+/// `options[key]` as a `T`, or `default` when absent or None; a wrong type
+/// is a TypeError naming the iterator `iter` and the key.
+fn option_of<'py, T: for<'a> FromPyObject<'a, 'py>>(
+    iter: &str,
+    options: &Bound<'py, PyDict>,
+    key: &str,
+    default: T,
+) -> PyResult<T> {
     match options.get_item(key)? {
         Some(v) if !v.is_none() => v.extract::<T>().map_err(|e| {
-            pyo3::exceptions::PyTypeError::new_err(format!(
-                "ImageRecordIter: {key}: {}",
-                Into::<PyErr>::into(e)
-            ))
+            pyo3::exceptions::PyTypeError::new_err(format!("{iter}: {key}: {}", Into::<PyErr>::into(e)))
         }),
         _ => Ok(default),
     }
@@ -237,6 +248,121 @@ impl ImageRecordPipeline {
     fn mean_image(&self, py: Python<'_>) -> PyResult<Vec<f32>> {
         let config = self.inner.lock().unwrap_or_else(|e| e.into_inner()).config().clone();
         py.detach(|| mean_image(&config)).py()
+    }
+
+    /// The records this reader serves per epoch.
+    fn num_records(&self) -> usize {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).num_records()
+    }
+}
+
+/// `mx.io.ImageDetRecordIter`'s pipeline (`oxnet_io::det_record_iter`):
+/// detection batches prepared on background threads.
+#[pyclass(frozen, name = "DetRecordPipeline", module = "oxnet._oxnet")]
+pub struct DetRecordPipeline {
+    inner: std::sync::Mutex<DetRecordIter>,
+    shape: [usize; 4],
+    label_width: usize,
+}
+
+/// The detection options of `options` (MXNet's argument names) set on `config`.
+fn apply_det_options(config: &mut DetRecordConfig, o: &Bound<'_, PyDict>) -> PyResult<()> {
+    let opt = |key: &str, default: f32| option_of("ImageDetRecordIter", o, key, default);
+    let int = |key: &str, default: i64| option_of("ImageDetRecordIter", o, key, default);
+    let list = |key: &str, default: Vec<f32>| option_of("ImageDetRecordIter", o, key, default);
+    let s = &mut config.settings;
+    s.shuffle = option_of("ImageDetRecordIter", o, "shuffle", false)?;
+    s.seed = int("seed", 0)? as u64;
+    s.threads = int("preprocess_threads", 4)?.max(1) as usize;
+    s.prefetch = int("prefetch_buffer", 4)?.max(1) as usize;
+    s.round_batch = option_of("ImageDetRecordIter", o, "round_batch", true)?;
+    s.part_index = int("part_index", 0)?.max(0) as usize;
+    s.num_parts = int("num_parts", 1)?.max(0) as usize;
+    config.label_width = int("label_width", -1)?;
+    config.label_pad_width = int("label_pad_width", 0)?;
+    config.label_pad_value = opt("label_pad_value", -1.0)?;
+    let imglist: String = option_of("ImageDetRecordIter", o, "path_imglist", String::new())?;
+    config.path_imglist = (!imglist.is_empty()).then(|| imglist.into());
+    config.mean = [opt("mean_r", 0.0)?, opt("mean_g", 0.0)?, opt("mean_b", 0.0)?, opt("mean_a", 0.0)?];
+    config.std = [opt("std_r", 0.0)?, opt("std_g", 0.0)?, opt("std_b", 0.0)?, opt("std_a", 0.0)?];
+    config.scale = opt("scale", 1.0)?;
+    let d = CropSamplerOptions::default();
+    let samplers = CropSamplerOptions {
+        min_crop_scales: list("min_crop_scales", d.min_crop_scales)?,
+        max_crop_scales: list("max_crop_scales", d.max_crop_scales)?,
+        min_crop_aspect_ratios: list("min_crop_aspect_ratios", d.min_crop_aspect_ratios)?,
+        max_crop_aspect_ratios: list("max_crop_aspect_ratios", d.max_crop_aspect_ratios)?,
+        min_crop_overlaps: list("min_crop_overlaps", d.min_crop_overlaps)?,
+        max_crop_overlaps: list("max_crop_overlaps", d.max_crop_overlaps)?,
+        min_crop_sample_coverages: list("min_crop_sample_coverages", d.min_crop_sample_coverages)?,
+        max_crop_sample_coverages: list("max_crop_sample_coverages", d.max_crop_sample_coverages)?,
+        min_crop_object_coverages: list("min_crop_object_coverages", d.min_crop_object_coverages)?,
+        max_crop_object_coverages: list("max_crop_object_coverages", d.max_crop_object_coverages)?,
+        max_crop_trials: option_of("ImageDetRecordIter", o, "max_crop_trials", d.max_crop_trials)?,
+    };
+    let emit: String = option_of("ImageDetRecordIter", o, "crop_emit_mode", "center".to_string())?;
+    let mode: String = option_of("ImageDetRecordIter", o, "resize_mode", "force".to_string())?;
+    let p = DetAugmentParams::default();
+    config.augment = DetAugmentParams {
+        resize: int("resize", p.resize)?,
+        rand_crop_prob: opt("rand_crop_prob", p.rand_crop_prob)?,
+        samplers: samplers.samplers(int("num_crop_sampler", 1)?).py()?,
+        crop_emit_mode: EmitMode::from_name(&emit).py()?,
+        emit_overlap_thresh: opt("emit_overlap_thresh", p.emit_overlap_thresh)?,
+        rand_pad_prob: opt("rand_pad_prob", p.rand_pad_prob)?,
+        max_pad_scale: opt("max_pad_scale", p.max_pad_scale)?,
+        max_random_hue: int("max_random_hue", 0)? as i32,
+        random_hue_prob: opt("random_hue_prob", p.random_hue_prob)?,
+        max_random_saturation: int("max_random_saturation", 0)? as i32,
+        random_saturation_prob: opt("random_saturation_prob", p.random_saturation_prob)?,
+        max_random_illumination: int("max_random_illumination", 0)? as i32,
+        random_illumination_prob: opt("random_illumination_prob", p.random_illumination_prob)?,
+        max_random_contrast: opt("max_random_contrast", p.max_random_contrast)?,
+        random_contrast_prob: opt("random_contrast_prob", p.random_contrast_prob)?,
+        rand_mirror_prob: opt("rand_mirror_prob", p.rand_mirror_prob)?,
+        fill_value: int("fill_value", i64::from(p.fill_value))? as i32,
+        inter_method: int("inter_method", p.inter_method)?,
+        resize_mode: ResizeMode::from_name(&mode).py()?,
+    };
+    Ok(())
+}
+
+#[pymethods]
+impl DetRecordPipeline {
+    #[new]
+    fn new(
+        py: Python<'_>,
+        path_imgrec: String,
+        batch_size: usize,
+        data_shape: (usize, usize, usize),
+        options: &Bound<'_, PyDict>,
+    ) -> PyResult<Self> {
+        let (c, h, w) = data_shape;
+        let mut config = DetRecordConfig::new(path_imgrec, batch_size, [c, h, w]);
+        apply_det_options(&mut config, options)?;
+        let it = py.detach(|| DetRecordIter::new(config)).py()?;
+        let label_width = it.label_width();
+        Ok(DetRecordPipeline { inner: std::sync::Mutex::new(it), shape: [batch_size, c, h, w], label_width })
+    }
+
+    /// Values per label row (4 plus the padded label width).
+    #[getter]
+    fn label_width(&self) -> usize {
+        self.label_width
+    }
+
+    /// The next batch as (data, label, pad), or None at the end of the epoch.
+    fn next(&self, py: Python<'_>) -> PyResult<Option<(PyNDArray, PyNDArray, usize)>> {
+        let batch = py.detach(|| self.inner.lock().unwrap_or_else(|e| e.into_inner()).next_batch()).py()?;
+        let Some(b) = batch else { return Ok(None) };
+        let data = NDArray::from_vec(b.data, &self.shape).py()?;
+        let label = NDArray::from_vec(b.label, &[self.shape[0], self.label_width]).py()?;
+        Ok(Some((data.into(), label.into(), b.pad)))
+    }
+
+    /// Starts the next epoch.
+    fn reset(&self, py: Python<'_>) {
+        py.detach(|| self.inner.lock().unwrap_or_else(|e| e.into_inner()).reset());
     }
 
     /// The records this reader serves per epoch.

@@ -78,6 +78,7 @@ fn _oxnet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<rtc::RtcModule>()?;
     m.add_class::<recordio::RecordFile>()?;
     m.add_class::<image::ImageRecordPipeline>()?;
+    m.add_class::<image::DetRecordPipeline>()?;
     m.add_function(wrap_pyfunction!(image::image_decode, m)?)?;
     m.add_function(wrap_pyfunction!(image::image_encode, m)?)?;
     m.add_function(wrap_pyfunction!(image::image_resize, m)?)?;

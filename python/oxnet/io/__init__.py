@@ -1,8 +1,9 @@
 """``mx.io``: data iterators, as in MXNet 1.x.
 
 What exists: ``DataDesc``, ``DataBatch``, ``DataIter``, ``NDArrayIter``,
-``ResizeIter``, ``PrefetchingIter``, ``ImageRecordIter`` (decoding and
-augmenting in Rust on background threads), ``MNISTIter``, ``CSVIter``.
+``ResizeIter``, ``PrefetchingIter``, ``ImageRecordIter`` and
+``ImageDetRecordIter`` (decoding and augmenting in Rust on background
+threads), ``MNISTIter``, ``CSVIter``.
 ``LibSVMIter`` exists but raises at construction: its batches are sparse
 CSR arrays, and oxnet stores arrays densely.
 """
@@ -12,8 +13,9 @@ from .ndarray_iter import NDArrayIter
 from .wrappers import PrefetchingIter, ResizeIter
 from .image_record_iter import (ImageRecordInt8Iter, ImageRecordIter, ImageRecordIter_v1, ImageRecordUInt8Iter,
                                 ImageRecordUInt8Iter_v1)
+from .det_record_iter import ImageDetRecordIter
 from .file_iters import CSVIter, LibSVMIter, MNISTIter
 
 __all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "ResizeIter", "PrefetchingIter", "ImageRecordIter",
            "MNISTIter", "CSVIter", "LibSVMIter", "ImageRecordUInt8Iter", "ImageRecordInt8Iter", "ImageRecordIter_v1",
-           "ImageRecordUInt8Iter_v1"]
+           "ImageRecordUInt8Iter_v1", "ImageDetRecordIter"]

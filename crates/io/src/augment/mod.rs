@@ -13,6 +13,8 @@
 
 pub mod color;
 pub mod crop;
+pub mod det;
+pub mod det_params;
 pub mod geometry;
 pub mod hsl;
 pub mod params;
