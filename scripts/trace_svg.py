@@ -63,7 +63,7 @@ def render(events, start_ms, span_ms, width):
             ry = y + d * ROW
             tip = f'{s["name"]} ({s["cat"]}) {s["dur"]:.1f} µs'
             body.append(f'<rect x="{x:.1f}" y="{ry}" width="{w:.1f}" height="{ROW - 2}" '
-                        f'fill="{colour(s["cat"], assigned)}"><title>{html.escape(tip)}</title></rect>')
+                        f'fill="{colour(s["cat"], assigned)}" stroke="#fff" stroke-width="0.6"><title>{html.escape(tip)}</title></rect>')
             if w > 7 * len(s["name"]):
                 body.append(f'<text x="{x + 2:.1f}" y="{ry + 12}" class="s">{html.escape(s["name"])}</text>')
         y += rows * ROW + 12
