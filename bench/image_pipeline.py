@@ -5,11 +5,16 @@ random mirror, mean/std normalisation, batch 32.
 
     bash bench/image_pipeline.sh     # builds oxnet in release mode and the side venvs, then runs this
     bash bench/image_pipeline.sh --imagenet   # the ImageNet training augmentations instead
+    bash bench/image_pipeline.sh --det        # ImageDetRecordIter, SSD-style augmentations
 
 ``--imagenet`` replaces resize and random crop by the usual ImageNet
 training set: ``random_resized_crop`` (area 0.08 to 1, aspect ratio 3/4 to
 4/3), random mirror, ``brightness``/``contrast``/``saturation`` 0.4 and
-``pca_noise`` 0.1.
+``pca_noise`` 0.1. ``--det`` reads the same images with two boxes each
+through ``ImageDetRecordIter``: an SSD-style random crop (scale 0.3 to 1,
+aspect ratio 1/2 to 2, overlap at least 0.5) with probability 1/2, random
+pad up to twice the size with probability 1/2, mirror with probability 1/2,
+forced resize to 300×300.
 
 The file (``target/bench-images.rec``, 512 synthetic 500×375 JPEGs at
 quality 90, written by oxnet once) is shared by both engines; each engine
@@ -27,6 +32,7 @@ import side_by_side
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REC = os.path.join(ROOT, "target", "bench-images.rec")
+DET_REC = os.path.join(ROOT, "target", "bench-det-images.rec")
 N_IMAGES, BATCH = 512, 32
 # the augmentations of each variant (both with mean/std normalisation)
 VARIANTS = {
@@ -35,6 +41,9 @@ VARIANTS = {
                      max_aspect_ratio=4 / 3, rand_mirror=True, brightness=0.4, contrast=0.4, saturation=0.4,
                      pca_noise=0.1),
 }
+DET_AUG = dict(rand_crop_prob=0.5, min_crop_scales=(0.3,), max_crop_scales=(1.0,), min_crop_aspect_ratios=(0.5,),
+               max_crop_aspect_ratios=(2.0,), min_crop_overlaps=(0.5,), max_crop_trials=(25,), rand_pad_prob=0.5,
+               max_pad_scale=2.0, rand_mirror_prob=0.5, resize_mode="force")
 VARIANT = os.environ.get("IMAGE_PIPELINE_VARIANT", "default")
 
 
@@ -58,12 +67,34 @@ def make_file():
     os.replace(REC + ".tmp", REC)
 
 
+def make_det_file():
+    """Writes the detection benchmark's .rec: the same images, each with two
+    boxes (MXNet's label layout: header 2, object width 5)."""
+    if os.path.exists(DET_REC):
+        return
+    import oxnet as mx
+    src = mx.recordio.MXRecordIO(REC, "r")
+    out = mx.recordio.MXRecordIO(DET_REC + ".tmp", "w")
+    for k in range(N_IMAGES):
+        header, image = mx.recordio.unpack(src.read())
+        label = [2, 5, 0, 0.1, 0.15, 0.45, 0.6, 1, 0.5, 0.3, 0.95, 0.9]
+        out.write(mx.recordio.pack(mx.recordio.IRHeader(0, label, k, 0), image))
+    out.close()
+    src.close()
+    os.replace(DET_REC + ".tmp", DET_REC)
+
+
 def run(engine):
     import importlib
     mx = importlib.import_module(engine)
-    it = mx.io.ImageRecordIter(path_imgrec=REC, data_shape=(3, 224, 224), batch_size=BATCH, mean_r=123.68,
-                               mean_g=116.28, mean_b=103.53, std_r=58.395, std_g=57.12, std_b=57.375,
-                               preprocess_threads=os.cpu_count(), prefetch_buffer=4, **VARIANTS[VARIANT])
+    norm = dict(mean_r=123.68, mean_g=116.28, mean_b=103.53, std_r=58.395, std_g=57.12, std_b=57.375)
+    if VARIANT == "det":
+        it = mx.io.ImageDetRecordIter(path_imgrec=DET_REC, data_shape=(3, 300, 300), batch_size=BATCH,
+                                      preprocess_threads=os.cpu_count(), **norm, **DET_AUG)
+    else:
+        it = mx.io.ImageRecordIter(path_imgrec=REC, data_shape=(3, 224, 224), batch_size=BATCH,
+                                   preprocess_threads=os.cpu_count(), prefetch_buffer=4, **norm,
+                                   **VARIANTS[VARIANT])
 
     def epoch():
         n = 0
@@ -84,18 +115,22 @@ ENGINES = {"oxnet": (".venv", lambda: run("oxnet")), "mxnet": (".venv-mxnet", la
 
 def main():
     global VARIANT
-    if "--imagenet" in os.sys.argv:
-        # the engines' runs (child processes) read it from the environment
-        os.environ["IMAGE_PIPELINE_VARIANT"] = VARIANT = "imagenet"
-        os.sys.argv.remove("--imagenet")
+    for flag in ("imagenet", "det"):
+        if f"--{flag}" in os.sys.argv:
+            # the engines' runs (child processes) read it from the environment
+            os.environ["IMAGE_PIPELINE_VARIANT"] = VARIANT = flag
+            os.sys.argv.remove(f"--{flag}")
     if "--engine" not in os.sys.argv:
         make_file()
+        make_det_file()
     figures = side_by_side.main(__file__, ENGINES)
     if figures is None:
         return
-    what = ("random resized crop 224, mirror, brightness/contrast/saturation 0.4, PCA noise 0.1"
-            if VARIANT == "imagenet" else "resize 256, random crop 224, mirror")
-    print(f"ImageRecordIter, {N_IMAGES} JPEGs 500x375 -> {what}, normalise; "
+    what = {"imagenet": "random resized crop 224, mirror, brightness/contrast/saturation 0.4, PCA noise 0.1",
+            "det": "SSD crop/pad/mirror with probability 1/2, force resize 300",
+            "default": "resize 256, random crop 224, mirror"}[VARIANT]
+    iterator = "ImageDetRecordIter" if VARIANT == "det" else "ImageRecordIter"
+    print(f"{iterator}, {N_IMAGES} JPEGs 500x375 -> {what}, normalise; "
           f"batch {BATCH}, {os.cpu_count()} threads (images/s):")
     for engine in ("oxnet", "mxnet"):
         if f"{engine}_ips" in figures:
