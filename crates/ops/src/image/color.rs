@@ -155,10 +155,13 @@ fn run(
 /// Stores float pixel values into `out` in its dtype (integers clamped to
 /// their range and truncated, as MXNet's saturating cast).
 fn store_as(out: &NDArray, values: &[f32]) -> Result<()> {
-    fn ints<T: Copy>(out: &NDArray, values: &[f32], lo: f32, hi: f32, cast: impl Fn(f32) -> T) -> Result<()>
-    where
-        T: oxnet_core::Element,
-    {
+    fn ints<T: oxnet_core::Element>(
+        out: &NDArray,
+        values: &[f32],
+        lo: f32,
+        hi: f32,
+        cast: impl Fn(f32) -> T,
+    ) -> Result<()> {
         let dst = out.as_mut_slice::<T>()?;
         dst.iter_mut().zip(values).for_each(|(d, v)| *d = cast(v.clamp(lo, hi)));
         Ok(())
