@@ -23,7 +23,6 @@ import warnings
 
 import numpy as np
 
-from .. import io
 from ..base import numeric_types
 from .augmenters import (Augmenter, CastAug, ColorJitterAug, ColorNormalizeAug, ForceResizeAug, HueJitterAug,
                          LightingAug, RandomGrayAug, ResizeAug)
@@ -706,32 +705,14 @@ class ImageDetIter(ImageIter):
                 raise
         return filled
 
-    def next(self):
-        """The next :class:`mx.io.DataBatch`: data (batch, 3, h, w), label
-        (batch, objects, object_width) padded with -1, ``pad`` the number
-        of images repeated (``'pad'``) or carried (``'roll_over'``)."""
-        nd = _nd()
-        if self._cache is not None:
-            batch_data, batch_label, filled = self._cache
-        else:
-            c, h, w = self.data_shape
-            batch_data = nd.zeros((self.batch_size, c, h, w))
-            batch_label = nd.empty(self.provide_label[0][1])
-            batch_label[:] = -1
-            filled = self._batchify(batch_data, batch_label)
-        pad = self.batch_size - filled
-        if pad:
-            if self.last_batch_handle == "discard":
-                raise StopIteration
-            if self.last_batch_handle == "roll_over" and self._cache is None:
-                self._cache = (batch_data, batch_label, filled)
-                raise StopIteration
-            self._batchify(batch_data, batch_label, filled)
-            if self.last_batch_handle == "pad":
-                self._allow_read = False
-            else:
-                self._cache = None
-        return io.DataBatch([batch_data], [batch_label], pad=pad)
+    def _new_label_batch(self):
+        """Label rows start as -1 (no object), MXNet's padding; ``next``
+        (ImageIter's) fills them: data (batch, 3, h, w), label (batch,
+        objects, object_width), ``pad`` the images repeated (``'pad'``) or
+        carried (``'roll_over'``)."""
+        label = _nd().empty(self.provide_label[0][1])
+        label[:] = -1
+        return label
 
     def draw_next(self, color=None, thickness=2, mean=None, std=None, clip=True, waitKey=None,
                   window_name="draw_next", id2labels=None):

@@ -159,6 +159,10 @@ class ImageIter(io.DataIter):
                 raise
         return filled
 
+    def _new_label_batch(self):
+        """The array a batch's labels are written into."""
+        return _nd().empty(self.provide_label[0][1])
+
     def next(self):
         """The next :class:`mx.io.DataBatch` (``pad`` counts the images
         repeated from the epoch's start to fill the last batch)."""
@@ -168,7 +172,7 @@ class ImageIter(io.DataIter):
         else:
             c, h, w = self.data_shape
             batch_data = nd.zeros((self.batch_size, c, h, w))
-            batch_label = nd.empty(self.provide_label[0][1])
+            batch_label = self._new_label_batch()
             filled = self._batchify(batch_data, batch_label)
         pad = self.batch_size - filled
         if pad:

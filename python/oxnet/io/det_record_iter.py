@@ -48,7 +48,8 @@ import os
 
 import numpy as np
 
-from .base import DataBatch, DataDesc, DataIter
+from .base import DataDesc
+from .pipeline_iter import PipelineIter
 from .. import _oxnet
 
 __all__ = ["ImageDetRecordIter"]
@@ -133,7 +134,7 @@ def _options(kwargs):
     return options
 
 
-class ImageDetRecordIter(DataIter):
+class ImageDetRecordIter(PipelineIter):
     """Batches (``DataBatch``) of ``batch_size`` images of ``data_shape``
     (c, h, w; c 1, 3 or 4) with their detection labels from the RecordIO
     file ``path_imgrec``, augmented by MXNet's detection augmenter as the
@@ -166,36 +167,3 @@ class ImageDetRecordIter(DataIter):
         self.provide_data = [DataDesc(data_name, (batch_size,) + data_shape, dtype=np.float32)]
         self.provide_label = [DataDesc(label_name, (batch_size, self._pipeline.label_width), dtype=np.float32)]
         self._batch = None
-
-    def reset(self):
-        """Starts the next epoch (reshuffled with ``shuffle``)."""
-        self._pipeline.reset()
-
-    def next(self):
-        """The next batch; StopIteration at the end of the epoch."""
-        got = self._pipeline.next()
-        if got is None:
-            raise StopIteration
-        data, label, pad = got
-        return DataBatch(data=[data], label=[label], pad=pad, provide_data=self.provide_data,
-                         provide_label=self.provide_label)
-
-    def iter_next(self):
-        try:
-            self._batch = self.next()
-        except StopIteration:
-            self._batch = None
-            return False
-        return True
-
-    def getdata(self):
-        return self._batch.data
-
-    def getlabel(self):
-        return self._batch.label
-
-    def getpad(self):
-        return self._batch.pad
-
-    def getindex(self):
-        return None

@@ -41,7 +41,8 @@ import os
 
 import numpy as np
 
-from .base import DataBatch, DataDesc, DataIter
+from .base import DataDesc
+from .pipeline_iter import PipelineIter
 from .. import _oxnet
 
 __all__ = ["ImageRecordIter", "ImageRecordUInt8Iter", "ImageRecordInt8Iter", "ImageRecordIter_v1",
@@ -103,7 +104,7 @@ def _mean_image(make, path, shape):
     return mean
 
 
-class ImageRecordIter(DataIter):
+class ImageRecordIter(PipelineIter):
     """Batches (``DataBatch``) of ``batch_size`` images of ``data_shape``
     (c, h, w) from the RecordIO file ``path_imgrec``, each decoded,
     augmented by MXNet's default augmenter and normalised as the module
@@ -138,39 +139,6 @@ class ImageRecordIter(DataIter):
         self.provide_data = [DataDesc(data_name, (batch_size,) + data_shape, dtype=np.dtype(options["dtype"]).type)]
         self.provide_label = [DataDesc(label_name, label_shape)]
         self._batch = None
-
-    def reset(self):
-        """Starts the next epoch (reshuffled with ``shuffle``)."""
-        self._pipeline.reset()
-
-    def next(self):
-        """The next batch; StopIteration at the end of the epoch."""
-        got = self._pipeline.next()
-        if got is None:
-            raise StopIteration
-        data, label, pad = got
-        return DataBatch(data=[data], label=[label], pad=pad, provide_data=self.provide_data,
-                         provide_label=self.provide_label)
-
-    def iter_next(self):
-        try:
-            self._batch = self.next()
-        except StopIteration:
-            self._batch = None
-            return False
-        return True
-
-    def getdata(self):
-        return self._batch.data
-
-    def getlabel(self):
-        return self._batch.label
-
-    def getpad(self):
-        return self._batch.pad
-
-    def getindex(self):
-        return None
 
 
 def ImageRecordUInt8Iter(*args, **kwargs):  # pylint: disable=invalid-name

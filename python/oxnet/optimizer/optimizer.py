@@ -360,6 +360,20 @@ class Optimizer:
         """Weight decay of ``index``."""
         return self._get_wds([index])[0]
 
+    def _step_inputs(self, index, weight, grad):
+        """What an update written in Python starts with: checks the arrays,
+        counts the update, and returns (lr, wd, the rescaled and clipped
+        gradient)."""
+        if not isinstance(weight, NDArray) or not isinstance(grad, NDArray):
+            raise TypeError(f"{type(self).__name__}.update takes NDArray weight and grad")
+        self._update_count(index)
+        lr = self._get_lr(index)
+        wd = self._get_wd(index)
+        grad = grad * self.rescale_grad
+        if self.clip_gradient is not None:
+            grad = nd.clip(grad, -self.clip_gradient, self.clip_gradient)
+        return lr, wd, grad
+
     def create_state(self, index, weight):
         """The auxiliary state of a new weight (override in subclasses)."""
 
@@ -720,14 +734,7 @@ class SGLD(Optimizer):
         return None
 
     def update(self, index, weight, grad, state):
-        if not isinstance(weight, NDArray) or not isinstance(grad, NDArray):
-            raise TypeError("SGLD.update takes NDArray weight and grad")
-        self._update_count(index)
-        lr = self._get_lr(index)
-        wd = self._get_wd(index)
-        grad = grad * self.rescale_grad
-        if self.clip_gradient is not None:
-            grad = nd.clip(grad, -self.clip_gradient, self.clip_gradient)
+        lr, wd, grad = self._step_inputs(index, weight, grad)
         weight[:] += -lr / 2 * (grad + wd * weight)
         weight[:] += nd.random.normal(0, lr ** 0.5, shape=weight.shape, dtype=weight.dtype, ctx=weight.context)
 
@@ -757,14 +764,7 @@ class DCASGD(Optimizer):
         return mom, weight.copy()
 
     def update(self, index, weight, grad, state):
-        if not isinstance(weight, NDArray) or not isinstance(grad, NDArray):
-            raise TypeError("DCASGD.update takes NDArray weight and grad")
-        self._update_count(index)
-        lr = self._get_lr(index)
-        wd = self._get_wd(index)
-        grad = grad * self.rescale_grad
-        if self.clip_gradient is not None:
-            grad = nd.clip(grad, -self.clip_gradient, self.clip_gradient)
+        lr, wd, grad = self._step_inputs(index, weight, grad)
         mom, previous = state
         step = -lr * (grad + wd * weight + self.lamda * grad * grad * (weight - previous))
         if mom is not None:
