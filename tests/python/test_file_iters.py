@@ -32,8 +32,13 @@ print(json.dumps(out))
 
 
 def run(engine, python, cases):
-    result = subprocess.run([python, "-c", RUN.format(engine=engine), json.dumps(cases)], capture_output=True,
-                            text=True, timeout=300, cwd=str(ROOT))
+    for _ in range(3):
+        result = subprocess.run([python, "-c", RUN.format(engine=engine), json.dumps(cases)], capture_output=True,
+                                text=True, timeout=300, cwd=str(ROOT))
+        # MXNet 1.9.1's own iterators crash now and then (a double free at
+        # exit of its C++ reader); a run killed by a signal is tried again
+        if engine == "oxnet" or result.returncode >= 0:
+            break
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
