@@ -80,7 +80,11 @@ class Context(metaclass=ScopedClassMeta):
 
 
 def cpu(device_id=0):
-    """The CPU context."""
+    """The CPU context. ``cpu(i)`` for ``i > 0`` is the same host memory
+    under another label, as in MXNet: arrays keep it, operators give their
+    results on their first input's context, and code that spreads work over
+    ``[cpu(0), cpu(1)]`` (a Gluon parameter's copies, ``split_and_load``, a
+    kvstore's devices) runs as it would on several devices."""
     return Context("cpu", device_id)
 
 
@@ -90,9 +94,10 @@ def gpu(device_id=0):
 
 
 def cpu_pinned(device_id=0):
-    """MXNet's page-locked host memory context. oxnet allocates host arrays
-    one way, so arrays made or moved there live in ordinary host memory
-    and report ``cpu(0)``."""
+    """MXNet's page-locked host memory context. Arrays made or moved there
+    report ``cpu_pinned(device_id)`` and operators on them give
+    ``cpu(device_id)`` results, as in MXNet; oxnet allocates all host
+    memory alike, so they live in ordinary host memory."""
     return Context("cpu_pinned", device_id)
 
 

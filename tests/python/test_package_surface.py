@@ -131,8 +131,9 @@ def test_modules_oxnet_lacks_say_so_at_use():
 
 def test_contexts_and_gpu_queries_exist():
     assert mx.cpu_pinned(1) == mx.context.Context("cpu_pinned", 1)
-    # pinned host memory is ordinary host memory in oxnet
-    assert mx.nd.ones((2,), ctx=mx.cpu_pinned()).context == mx.cpu()
+    # pinned host memory keeps its label, as in MXNet; operators on it give cpu(id) results
+    pinned = mx.nd.ones((2,), ctx=mx.cpu_pinned(1))
+    assert pinned.context == mx.cpu_pinned(1) and (pinned + 1).context == mx.cpu(1)
     assert callable(mx.context.gpu_memory_info) and callable(mx.util.get_cuda_compute_capability)
     with pytest.raises(mx.MXNetError, match="is not a GPU"):
         mx.util.get_cuda_compute_capability(mx.cpu())

@@ -26,7 +26,7 @@ def test_default_context_and_round_trip():
         assert tu.default_context().device_id == 3
         assert mx.current_context() == other
         # arrays made by the helpers land on the default context
-        assert tu.rand_ndarray((2, 2)).context == mx.cpu()
+        assert tu.rand_ndarray((2, 2)).context == other
         tu.set_default_context(mx.cpu())
         assert tu.default_context() == mx.cpu(0)
     finally:

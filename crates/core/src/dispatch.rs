@@ -180,11 +180,14 @@ fn run(
             inputs.len()
         )));
     }
+    // Results go where the first input lives (MXNet's rule; host inputs
+    // under different labels mix as in MXNet, devices of different kinds not).
     let device = match inputs.first() {
         Some(x) => x.device(),
         None => provided.and_then(|(o, _)| o.first().map(|a| a.device())).unwrap_or(Device::Cpu),
-    };
-    if let Some(other) = inputs.iter().find(|x| x.device() != device) {
+    }
+    .compute_device();
+    if let Some(other) = inputs.iter().find(|x| x.device().kernel_device() != device.kernel_device()) {
         return Err(Error::Device(format!(
             "inputs are on different devices: {device} and {}",
             other.device()
@@ -215,7 +218,7 @@ fn run(
         return crate::trace::record(op, attrs, inputs, &out_shapes, &out_dtypes, device);
     }
     let _profiled = crate::profiler::op_scope(&op.name);
-    let (kernel, kernel_device) = crate::gpu::fallback::kernel_for(op, device)?;
+    let (kernel, kernel_device) = crate::gpu::fallback::kernel_for(op, device.kernel_device())?;
 
     // Inputs the kernel reads: contiguous unless the kernel takes strides.
     let mutated = (op.mutate_inputs)(attrs);
@@ -305,7 +308,7 @@ fn run(
         attrs,
         req: &reqs,
         is_train: autograd::is_training(),
-        device,
+        device: device.kernel_device(),
         state: state.as_ref(),
     };
     match catch_unwind(AssertUnwindSafe(|| kernel(&ctx, &kin, &outputs))) {
@@ -348,11 +351,12 @@ fn run_dynamic(
         attrs,
         req: &reqs,
         is_train: autograd::is_training(),
-        device,
+        device: device.kernel_device(),
         state: None,
     };
     let call = || {
-        if device == Device::Cpu {
+        if device.is_host() {
+            // kernels allocate on `cpu(0)`; results move to a labelled host device below
             kernel(&ctx, &kin)
         } else {
             crate::gpu::fallback::dynamic_on_host(&op.name, device, &kin, |host| {
@@ -370,7 +374,15 @@ fn run_dynamic(
     // results must not alias the inputs nor carry another tape
     let outputs: Vec<NDArray> = outputs
         .into_iter()
-        .map(|o| if inputs.iter().any(|x| x.shares_storage(&o)) { o.copy() } else { Ok(o.detach()) })
+        .map(|o| {
+            if o.device() != device {
+                o.to_device(device)
+            } else if inputs.iter().any(|x| x.shares_storage(&o)) {
+                o.copy()
+            } else {
+                Ok(o.detach())
+            }
+        })
         .collect::<Result<_>>()?;
     let outputs = match provided {
         None => outputs,

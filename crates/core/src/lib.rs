@@ -66,7 +66,7 @@ pub mod strided;
 pub mod trace;
 
 pub use attrs::{AttrKind, AttrSpec, AttrValue, Attrs};
-pub use device::Device;
+pub use device::{Device, HostDevice, HostKind};
 pub use dispatch::{invoke, invoke1, invoke_into, invoke_op};
 pub use dtype::{DType, Element, FloatElement};
 pub use error::{Error, Result};

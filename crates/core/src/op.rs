@@ -710,8 +710,8 @@ impl OpDef {
 /// Kernels are registered per device kind: every GPU shares `Gpu(0)`'s entry.
 fn kernel_key(device: Device) -> Device {
     match device {
-        Device::Cpu => Device::Cpu,
         Device::Gpu(_) => Device::Gpu(0),
+        _ => Device::Cpu,
     }
 }
 

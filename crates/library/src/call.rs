@@ -26,8 +26,8 @@ pub(crate) struct CallScope {
 /// The DLPack form of a device.
 pub(crate) fn dl_device(device: Device) -> abi::DLDevice {
     match device {
-        Device::Cpu => abi::DLDevice::CPU,
         Device::Gpu(i) => abi::DLDevice { device_type: abi::K_DL_CUDA, device_id: i as i32 },
+        _ => abi::DLDevice::CPU,
     }
 }
 
@@ -98,8 +98,8 @@ impl CallScope {
     /// gets the device's stream, on which its kernels must be queued.
     pub(crate) fn resource(&self, is_train: bool) -> oxnet_core::Result<abi::Resource> {
         let cuda_stream = match self.device {
-            Device::Cpu => std::ptr::null_mut(),
             Device::Gpu(i) => oxnet_core::gpu::stream_handle(i)?,
+            _ => std::ptr::null_mut(),
         };
         Ok(abi::Resource {
             struct_size: std::mem::size_of::<abi::Resource>() as u32,

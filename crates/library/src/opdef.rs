@@ -200,8 +200,8 @@ impl Drop for LoadedState {
 /// The ABI kernel slot of a device.
 fn slot_of(device: Device) -> usize {
     match device {
-        Device::Cpu => abi::SLOT_CPU,
         Device::Gpu(_) => abi::SLOT_GPU,
+        _ => abi::SLOT_CPU,
     }
 }
 
@@ -252,7 +252,7 @@ fn run_kernel(
     outputs: &[NDArray],
 ) -> Result<()> {
     let p = prepared(ctx.attrs)?;
-    let on_gpu = ctx.device != Device::Cpu;
+    let on_gpu = !ctx.device.is_host();
     let mut temps: SmallVec<[(usize, NDArray); 1]> = SmallVec::new();
     let mut targets: SmallVec<[NDArray; 2]> = SmallVec::new();
     let mut reqs: SmallVec<[Req; 2]> = SmallVec::from_slice(ctx.req);

@@ -1,16 +1,13 @@
 //! Devices between the engine and `oxnet.context.Context`.
 
-use oxnet_core::Device;
+use oxnet_core::{Device, HostKind};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
 /// The `oxnet.Context` for `device`.
 pub fn to_py(py: Python<'_>, device: Device) -> PyResult<Bound<'_, PyAny>> {
-    let kind = match device {
-        Device::Cpu => "cpu",
-        Device::Gpu(_) => "gpu",
-    };
+    let kind = device.type_name();
     static CONTEXT_CLASS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     let class = CONTEXT_CLASS
         .get_or_try_init(py, || py.import("oxnet.context")?.getattr("Context").map(Bound::unbind))?;
@@ -29,7 +26,9 @@ pub fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Device> {
         (obj.getattr("device_type")?.extract()?, obj.getattr("device_id")?.extract()?)
     };
     match kind.as_str() {
-        "cpu" | "cpu_pinned" | "cpu_shared" => Ok(Device::Cpu),
+        "cpu" => Ok(Device::host(HostKind::Cpu, id)),
+        "cpu_pinned" => Ok(Device::host(HostKind::Pinned, id)),
+        "cpu_shared" => Ok(Device::host(HostKind::Shared, id)),
         "gpu" => Ok(Device::Gpu(id)),
         other => Err(PyValueError::new_err(format!("unknown device type `{other}` (expected cpu or gpu)"))),
     }

@@ -159,8 +159,8 @@ pub fn import(obj: &Bound<'_, PyAny>) -> PyResult<NDArray> {
 /// DLPack's (device type, id) for `a`: kDLCPU = 1, kDLCUDA = 2.
 pub fn device_of(a: &NDArray) -> (i32, i32) {
     match a.device() {
-        Device::Cpu => (1, 0),
         Device::Gpu(i) => (2, i as i32),
+        _ => (1, 0),
     }
 }
 

@@ -106,7 +106,7 @@ pub fn to_numpy<'py>(py: Python<'py>, a: &NDArray) -> PyResult<Bound<'py, PyAny>
     let numpy_name =
         dtype::typestr(a.dtype()).map(|_| a.dtype().name()).ok_or_else(|| dtype::no_numpy_type(a.dtype()))?;
     a.check_has_values().py()?;
-    let dense = if a.device() != oxnet_core::Device::Cpu {
+    let dense = if !a.device().is_host() {
         py.detach(|| a.to_device(oxnet_core::Device::Cpu)).py()?
     } else if a.is_contiguous() {
         a.clone()

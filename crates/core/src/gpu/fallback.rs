@@ -41,7 +41,7 @@ fn note(op: &str) {
 pub(crate) fn kernel_for(op: &OpDef, device: Device) -> Result<(ForwardFn, Device)> {
     match op.kernel_for(device) {
         Ok(k) => Ok((k.clone(), device)),
-        Err(e) if device != Device::Cpu && enabled() => {
+        Err(e) if !device.is_host() && enabled() => {
             let cpu = op.kernel_for(Device::Cpu).map_err(|_| e)?.clone();
             Ok((host_kernel(op, cpu), Device::Cpu))
         }
@@ -112,7 +112,7 @@ pub(crate) fn call_backward(
     args: &BackwardArgs,
     in_grads: &[NDArray],
 ) -> Result<()> {
-    if ctx.device == Device::Cpu || op.backward_on_gpu {
+    if ctx.device.is_host() || op.backward_on_gpu {
         return backward(ctx, args, in_grads);
     }
     if !enabled() {

@@ -12,8 +12,8 @@ pub(crate) fn assign(dst: &NDArray, src: &NDArray) -> Result<()> {
     match (dst.device(), src.device()) {
         (Device::Gpu(d), Device::Gpu(s)) if d == s => assign_on_device(d, dst, src),
         (Device::Gpu(d), _) => assign_from_host(d, dst, &host_copy(src)?),
-        (Device::Cpu, Device::Gpu(_)) => dst.assign_from(&host_copy(src)?),
-        (Device::Cpu, Device::Cpu) => dst.assign_from(src),
+        (_, Device::Gpu(_)) => dst.assign_from(&host_copy(src)?),
+        _ => dst.assign_from(src),
     }
 }
 

@@ -236,7 +236,7 @@ impl NDArray {
     /// Copies the elements, converted to `T`, in row-major order (any layout).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.inner.storage.check_has_values()?;
-        if self.device() != Device::Cpu {
+        if !self.device().is_host() {
             return self.to_device(Device::Cpu)?.to_vec();
         }
         let mut out = Vec::with_capacity(self.size());
@@ -301,7 +301,7 @@ impl NDArray {
         src.device().ensure_available()?;
         self.inner.storage.check_has_values()?;
         src.inner.storage.check_has_values()?;
-        if self.device() != Device::Cpu || src.device() != Device::Cpu {
+        if !self.device().is_host() || !src.device().is_host() {
             #[cfg(feature = "cuda")]
             return crate::gpu::memory::assign(self, src);
             #[cfg(not(feature = "cuda"))]
@@ -365,7 +365,7 @@ impl NDArray {
         self.check_writable()?;
         self.inner.storage.check_has_values()?;
         self.device().ensure_available()?;
-        if self.device() != Device::Cpu {
+        if !self.device().is_host() {
             #[cfg(feature = "cuda")]
             return crate::gpu::memory::fill(self, value);
             #[cfg(not(feature = "cuda"))]

@@ -16,7 +16,7 @@ static IN_USE: [AtomicI64; SLOTS] = [const { AtomicI64::new(0) }; SLOTS];
 
 fn slot(device: Device) -> usize {
     match device {
-        Device::Cpu => 0,
+        Device::Cpu | Device::Host(_) => 0,
         Device::Gpu(i) => 1 + i.min(SLOTS - 2),
     }
 }
@@ -27,7 +27,7 @@ fn change(device: Device, delta: i64) {
         static DOMAIN: OnceLock<Arc<str>> = OnceLock::new();
         let domain = DOMAIN.get_or_init(|| Arc::from(MEMORY_DOMAIN)).clone();
         let name = match device {
-            Device::Cpu => "Memory: cpu/0".to_string(),
+            Device::Cpu | Device::Host(_) => "Memory: cpu/0".to_string(),
             Device::Gpu(i) => format!("Memory: gpu/{i}"),
         };
         push(Record::counter(name, domain, now));

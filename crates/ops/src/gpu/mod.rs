@@ -15,7 +15,7 @@ use source::{BinaryEntry, UnaryEntry, BINARY, DTYPES, UNARY};
 fn ordinal(ctx: &OpContext) -> Result<usize> {
     match ctx.device {
         Device::Gpu(i) => Ok(i),
-        Device::Cpu => Err(Error::Device(format!("`{}`'s GPU kernel was called for the CPU", ctx.op_name))),
+        host => Err(Error::Device(format!("`{}`'s GPU kernel was called for {host}", ctx.op_name))),
     }
 }
 

@@ -162,8 +162,8 @@ fn fused<K: BinaryFn>(
     attrs: &[(&str, AttrValue)],
 ) -> Result<NDArray> {
     let direct = !oxnet_core::dispatch::calls_are_observed()
-        && g.device() == Device::Cpu
-        && z.device() == Device::Cpu
+        && g.device().is_host()
+        && z.device().is_host()
         && g.dtype() == z.dtype()
         && g.shape() == z.shape()
         && g.is_contiguous()
