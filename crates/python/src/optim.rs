@@ -333,6 +333,12 @@ impl OptimizerCore {
         self.set_base(|b| b.update_count(&indices))
     }
 
+    /// Switches the per-index counts to device `device_id`'s (MXNet's
+    /// `_set_current_context`).
+    fn set_current_context(&self, device_id: usize) -> PyResult<()> {
+        self.set_base(|b| b.set_current_context(device_id))
+    }
+
     /// Updates received by parameter `index`.
     fn index_update_count(&self, index: usize) -> PyResult<u64> {
         self.with(|o| Ok(o.base().index_update_count(index)))

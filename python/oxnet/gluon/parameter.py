@@ -304,13 +304,19 @@ class Parameter:
 
     def set_data(self, data):
         """Replaces the values on every context (before deferred
-        initialisation, the values it will use)."""
+        initialisation, the values it will use). A trainer whose kvstore
+        holds this parameter's values (``update_on_kvstore``) starts its
+        store again, so that the store takes the new values."""
         self.shape = data.shape
         if self._data is None:
             if not self._deferred_init:
                 raise MXNetError(f"Parameter '{self.name}' has not been initialized")
             self._deferred_init = self._deferred_init[:3] + (data,)
             return
+        trainer = self._trainer
+        if trainer is not None and trainer._kv_initialized and trainer._update_on_kvstore \
+                and self not in trainer._params_to_init:
+            trainer._reset_kvstore()
         with autograd.pause():
             for arr in self._data:
                 arr[:] = data

@@ -1,9 +1,27 @@
 """``gluon.Trainer``: applies an optimizer to a set of Parameters.
 
-``step(batch_size)`` scales gradients by ``1/batch_size``, sums them over
-contexts, and updates every parameter in one call into the Rust optimizer
-(built-in optimizers update all parameters at once).
+``step(batch_size)`` scales gradients by ``1/batch_size``, reduces them over
+contexts (and over workers with a distributed kvstore) and updates the
+parameters. The kvstore decisions are MXNet 1.9.1's:
+
+* no kvstore for one context in one process (``kvstore`` a single-machine
+  name): the updates run directly, every parameter in one call into the Rust
+  optimizer;
+* several contexts, or a distributed type, or a store object: gradients go
+  through the store's ``pushpull``; with ``update_on_kvstore`` (the default
+  when the store can run an optimizer, unless ``MXNET_UPDATE_ON_KVSTORE=0``
+  or, for ``'local'``, a parameter over 16M elements) the store applies the
+  optimizer and the weights are pulled back, otherwise each context's
+  updater applies it to the reduced gradients.
+
+The store is created at the first ``step`` (or ``allreduce_grads``,
+``update``, ``save_states``, ``load_states``) and each parameter is
+broadcast into it once it is initialized.
 """
+
+import os
+
+import numpy as np
 
 from .. import kvstore as kvs
 from .. import optimizer as opt
@@ -13,19 +31,51 @@ from .parameter import Parameter, ParameterDict
 __all__ = ["Trainer"]
 
 
+class _StaleGradient(MXNetError, UserWarning):
+    """A parameter's gradient was not written since the last step (MXNet
+    raises a UserWarning; oxnet's error is both)."""
+
+
+class _UpdatedOnKVStore(MXNetError, AssertionError):
+    """``update``/``allreduce_grads`` while the store runs the optimizer
+    (MXNet asserts; oxnet's error is both)."""
+
+
+def _create_kvstore(kvstore, num_device, arg_arrays):
+    """MXNet's choice of store: ``(store or None, update_on_kvstore)``."""
+    update_on_kvstore = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
+    if kvstore is None:
+        kv = None
+    elif isinstance(kvstore, kvs.KVStoreBase):
+        kv = kvstore
+    elif isinstance(kvstore, str):
+        if num_device == 1 and "dist" not in kvstore:
+            kv = None  # one device in one process: nothing to reduce
+        else:
+            kv = kvs.create(kvstore)
+            if kvstore == "local" and arg_arrays:
+                largest = max(int(np.prod(a.shape)) for a in arg_arrays)
+                if largest > 1024 * 1024 * 16:
+                    update_on_kvstore = False
+    else:
+        raise TypeError(f"kvstore must be KVStore, str or None, got {type(kvstore).__name__}")
+    if kv is None:
+        return None, False
+    return kv, update_on_kvstore and kv.is_capable(kvs.KVStoreBase.OPTIMIZER)
+
+
 class Trainer:
-    """``Trainer(params, optimizer, optimizer_params=None)``.
+    """``Trainer(params, optimizer, optimizer_params=None, kvstore='device',
+    compression_params=None, update_on_kvstore=None)``.
 
     ``params``: a ParameterDict (``net.collect_params()``), a dict or a
     list of Parameters; ``optimizer``: a registered name (``'sgd'``,
     ``'adam'``, ...) or an ``mx.optimizer.Optimizer``; ``optimizer_params``:
     its keyword arguments (``learning_rate``, ``momentum``, ``wd``, ...).
-    ``kvstore`` is None, a kvstore type name (``'device'``, ``'local'``,
-    ...) or an ``mx.kv`` store, and ``update_on_kvstore`` is accepted: oxnet
-    sums gradients over a process's contexts itself, which is what a
-    single-process store does. A distributed type (``'dist_sync'``, ...)
-    raises, as ``mx.kv.create`` does: oxnet has no distributed store yet;
-    any other kvstore value is a TypeError.
+    ``kvstore``: None, a type name (``'device'``, ``'local'``,
+    ``'dist_sync'``, ...) or an ``mx.kv`` store; ``compression_params``:
+    the store's gradient compression; ``update_on_kvstore``: whether the
+    store runs the optimizer (None: MXNet's choice, see the module).
     """
 
     def __init__(self, params, optimizer, optimizer_params=None, kvstore="device", compression_params=None,
@@ -45,15 +95,35 @@ class Trainer:
             self._param2idx[param.name] = i
             self._params.append(param)
             param._set_trainer(self)
-        if isinstance(kvstore, str) and kvstore.lower() not in kvs.KVStoreBase.kv_registry:
-            kvs.create(kvstore)  # a distributed type (or nccl) says why it cannot be used
-        elif kvstore is not None and not isinstance(kvstore, kvs.KVStoreBase):
+        if kvstore is not None and not isinstance(kvstore, (str, kvs.KVStoreBase)):
             raise TypeError(f"kvstore must be KVStore, str or None, got {type(kvstore).__name__}")
-        self._kvstore_kind = kvstore
         self._compression_params = compression_params
-        self._update_on_kvstore = update_on_kvstore
+        self._contexts = self._check_contexts()
         self._init_optimizer(optimizer, dict(optimizer_params or {}))
         self._scale = self._optimizer.rescale_grad
+        self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore}
+        self._kv_initialized = False
+        self._kvstore = None
+        self._update_on_kvstore = None
+        self._distributed = None
+        self._params_to_init = []
+        self._reset_kvstore()
+
+    def _check_contexts(self):
+        """The contexts every initialized parameter shares (an error naming
+        the first parameter that lives elsewhere)."""
+        contexts = None
+        for param in self._params:
+            try:
+                ctx = param.list_ctx()
+            except MXNetError:
+                continue  # not initialized yet: the first step says so
+            if contexts is not None and contexts != ctx:
+                raise MXNetError(f"All Parameters must be initialized on the same set of contexts, but Parameter "
+                                 f"{param.name} is initialized on {ctx} while previous Parameters are "
+                                 f"initialized on {contexts}.")
+            contexts = ctx
+        return contexts or []
 
     def _init_optimizer(self, optimizer, optimizer_params):
         param_dict = dict(enumerate(self._params))
@@ -66,7 +136,78 @@ class Trainer:
         else:
             self._optimizer = opt.create(optimizer, param_dict=param_dict, **optimizer_params)
         # one updater (with its own states) per context, as in MXNet
-        self._updaters = [opt.get_updater(self._optimizer)]
+        self._updaters = [opt.get_updater(self._optimizer) for _ in self._contexts or [None]]
+
+    # ------------------------------------------------------------------
+    # the kvstore
+
+    def _reset_kvstore(self):
+        """Forgets the store; the next step creates it again (not for a
+        distributed store, which the other workers still use)."""
+        if self._kvstore is not None and "dist" in self._kvstore.type:
+            raise RuntimeError("Cannot reset distributed KVStore.")
+        self._kv_initialized = False
+        self._kvstore = None
+        self._distributed = None
+        self._update_on_kvstore = None
+        self._params_to_init = list(self._params)
+
+    def _init_kvstore(self):
+        """Creates the store and decides ``update_on_kvstore`` as MXNet does."""
+        config = self._kvstore_params
+        self._contexts = self._check_contexts()
+        arrays = []
+        for param in self._params:
+            if param._data is not None:
+                arrays.append(param._data[0])
+        kvstore, update_on_kvstore = _create_kvstore(config["kvstore"], max(len(self._contexts), 1), arrays)
+        self._distributed = kvstore is not None and "dist" in kvstore.type
+        if self._distributed and "async" in kvstore.type:
+            update_on_kvstore = True
+            if config["update_on_kvstore"] is False:
+                raise ValueError("Please set update_on_kvstore=True when training in async mode.")
+        if config["update_on_kvstore"] is not None:
+            update_on_kvstore = config["update_on_kvstore"]
+        if kvstore is not None and update_on_kvstore and not kvstore.is_capable(kvs.KVStoreBase.OPTIMIZER):
+            if config["update_on_kvstore"]:
+                raise ValueError(f"Please set update_on_kvstore=False when training with {type(kvstore)}")
+            update_on_kvstore = False
+        if kvstore is not None:
+            if self._compression_params:
+                kvstore.set_gradient_compression(self._compression_params)
+            if update_on_kvstore:
+                kvstore.set_optimizer(self._optimizer)
+            self._kvstore = kvstore
+            self._update_on_kvstore = update_on_kvstore
+        else:
+            self._kvstore = None
+            self._update_on_kvstore = None
+        while len(self._updaters) < len(self._contexts):
+            self._updaters.append(opt.get_updater(self._optimizer))
+        self._kv_initialized = True
+
+    def _init_params(self):
+        """Broadcasts every parameter initialized since the last call into
+        the store (rank 0's values win in a distributed store); deferred
+        ones wait for their first forward pass."""
+        waiting = []
+        if self._kvstore is not None:
+            for param in self._params_to_init:
+                if param._data is None:
+                    waiting.append(param)
+                    continue
+                arrays = param._data
+                self._kvstore.broadcast(self._param2idx[param.name], arrays[0], arrays)
+        self._params_to_init = waiting
+
+    def _prepare(self):
+        if not self._kv_initialized:
+            self._init_kvstore()
+        if self._params_to_init:
+            self._init_params()
+
+    # ------------------------------------------------------------------
+    # the optimizer
 
     @property
     def optimizer(self):
@@ -82,72 +223,131 @@ class Trainer:
         """Sets the learning rate (an error when a scheduler owns it)."""
         self._optimizer.set_learning_rate(lr)
 
-    def step(self, batch_size, ignore_stale_grad=False):
-        """One update: gradients are scaled by ``1/batch_size``, summed over
-        contexts, then applied. A parameter whose gradient no backward pass
-        wrote since the last step is an error naming it (or is skipped with
-        ``ignore_stale_grad=True``); the error comes before any update."""
-        self._optimizer.rescale_grad = self._scale / batch_size
-        self.allreduce_grads()
-        self._update(ignore_stale_grad)
+    def _check_and_rescale_grad(self, scale):
+        if self._update_on_kvstore and self._distributed and self._kv_initialized:
+            if self._optimizer.rescale_grad != scale:
+                raise UserWarning("Possible change in the `batch_size` from previous `step` detected. Optimizer "
+                                  "gradient normalizing factor will not change w.r.t new batch_size when "
+                                  "update_on_kvstore=True and when distributed kvstore is used.")
+        self._optimizer.rescale_grad = scale
 
-    def update(self, batch_size, ignore_stale_grad=False):
-        """Applies the optimizer without summing over contexts (after a
-        manual :meth:`allreduce_grads`)."""
-        self._optimizer.rescale_grad = self._scale / batch_size
+    # ------------------------------------------------------------------
+    # steps
+
+    def step(self, batch_size, ignore_stale_grad=False):
+        """One update: gradients are scaled by ``1/batch_size``, reduced over
+        contexts (and workers), then applied. A parameter whose gradient no
+        backward pass wrote since the last step is an error naming it (or is
+        skipped with ``ignore_stale_grad=True``); the error comes before any
+        gradient is reduced or applied."""
+        self._check_and_rescale_grad(self._scale / batch_size)
+        self._prepare()
+        if not ignore_stale_grad:
+            self._check_fresh()
+        self._allreduce_grads(skip_stale=ignore_stale_grad)
         self._update(ignore_stale_grad)
 
     def allreduce_grads(self):
-        """Sums each parameter's gradients over its contexts (every context
-        then holds the sum)."""
-        for param in self._params:
-            if param.grad_req == "null" or len(param._grad or ()) < 2:
-                continue  # nothing to sum (or not initialised: the update says so)
-            grads = param.list_grad()
-            total = grads[0].copy()
-            for g in grads[1:]:
-                total += g.as_in_context(total.context)
-            for g in grads:
-                g[:] = total.as_in_context(g.context)
+        """Reduces each parameter's gradients over its contexts (and the
+        workers of a distributed store); every context then holds the sum.
+        Not available when the store runs the optimizer."""
+        self._prepare()
+        if self._kvstore is not None and self._update_on_kvstore:
+            raise _UpdatedOnKVStore("allreduce_grads() when parameters are updated on kvstore is not supported. Try "
+                             "setting `update_on_kvstore` to False when creating trainer.")
+        self._allreduce_grads()
 
-    def _update(self, ignore_stale_grad=False):
-        work = [([], [], [])]  # (indices, grads, weights) for each context position
+    def update(self, batch_size, ignore_stale_grad=False):
+        """Applies the optimizer to the (already reduced) gradients, after
+        :meth:`allreduce_grads`. Not available when the store runs the
+        optimizer."""
+        self._prepare()
+        if self._kvstore is not None and self._update_on_kvstore:
+            raise _UpdatedOnKVStore("update() when parameters are updated on kvstore is not supported. Try setting "
+                             "`update_on_kvstore` to False when creating trainer.")
+        self._check_and_rescale_grad(self._scale / batch_size)
+        if not ignore_stale_grad:
+            self._check_fresh()
+        self._update(ignore_stale_grad)
+
+    def _allreduce_grads(self, skip_stale=False):
+        """Reduces through the store. With ``skip_stale``, a parameter whose
+        gradient is stale on a context is left out (MXNet pushed it anyway,
+        so the store updated it with an old gradient); a distributed store
+        still takes every parameter, since all workers must join each
+        reduction."""
+        if self._kvstore is None:
+            return
+        skip_stale = skip_stale and not self._distributed
         for i, param in enumerate(self._params):
-            if param._grad_req == "null":
+            if param.grad_req == "null":
                 continue
-            data, pgrads = param._data, param._grad
-            if data is None:  # not initialised: the error names the parameter
-                data, pgrads = param.list_data(), param.list_grad()
-            for k, (arr, grad) in enumerate(zip(data, pgrads)):
-                if arr._fresh_grad:
-                    while len(work) <= k:
-                        work.append(([], [], []))
-                    work[k][0].append(i)
-                    work[k][1].append(grad)
-                    work[k][2].append(arr)
-                elif not ignore_stale_grad:
-                    raise MXNetError(
+            if skip_stale and not all(arr._fresh_grad for arr in param.list_data()):
+                continue
+            grads = param.list_grad()
+            if self._update_on_kvstore:
+                self._kvstore.pushpull(i, grads, out=param.list_data(), priority=-i)
+            else:
+                self._kvstore.pushpull(i, grads, priority=-i)
+
+    def _check_fresh(self):
+        for param in self._params:
+            if param.grad_req == "null":
+                continue
+            for arr in param.list_data():
+                if not arr._fresh_grad:
+                    raise _StaleGradient(
                         f"Gradient of Parameter `{param.name}` on context {arr.context} has not been updated "
                         "by backward since last `step`. This could mean a bug in your model that made it only "
                         "use a subset of the Parameters (Blocks) for this iteration. If you are intentionally "
                         "only using a subset, call step with ignore_stale_grad=True to suppress this warning "
                         "and skip updating of Parameters with stale gradient")
+
+    def _update(self, ignore_stale_grad=False):
+        on_store = self._kvstore is not None and self._update_on_kvstore
+        work = [([], [], []) for _ in self._updaters]  # (indices, grads, weights) per context position
+        for i, param in enumerate(self._params):
+            if param.grad_req == "null":
+                continue
+            for k, (arr, grad) in enumerate(zip(param.list_data(), param.list_grad())):
+                if arr._fresh_grad or not ignore_stale_grad:
+                    arr._fresh_grad = False
+                    if not on_store:
+                        while len(work) <= k:
+                            work.append(([], [], []))
+                        work[k][0].append(i)
+                        work[k][1].append(grad)
+                        work[k][2].append(arr)
         for k, (indices, grads, weights) in enumerate(work):
-            for arr in weights:
-                arr._fresh_grad = False
             if indices:
                 while len(self._updaters) <= k:
                     self._updaters.append(opt.get_updater(self._optimizer))
                 self._updaters[k].update_multi(indices, grads, weights)
 
+    # ------------------------------------------------------------------
+    # states
+
     def save_states(self, fname):
-        """Saves the optimizer's states (momenta, update counts) to ``fname``."""
+        """Saves the optimizer's states (momenta, update counts) and its
+        settings to ``fname``."""
+        self._prepare()
+        if self._update_on_kvstore:
+            if self._params_to_init:
+                raise MXNetError("Cannot save trainer states when some parameters are not yet initialized in "
+                                 "kvstore.")
+            self._kvstore.save_optimizer_states(fname, dump_optimizer=True)
+            return
         with open(fname, "wb") as f:
-            f.write(self._updaters[0].get_states(dump_optimizer=False))
+            f.write(self._updaters[0].get_states(dump_optimizer=True))
 
     def load_states(self, fname):
         """Restores states saved by :meth:`save_states` (an error naming the
         file leaves the current states unchanged)."""
+        self._prepare()
+        if self._update_on_kvstore:
+            self._kvstore.load_optimizer_states(fname)
+            self._optimizer = self._kvstore._updater.optimizer
+            return
         try:
             with open(fname, "rb") as f:
                 blob = f.read()
@@ -156,5 +356,7 @@ class Trainer:
         try:
             for updater in self._updaters:
                 updater.set_states(blob)
+                updater.optimizer = self._updaters[0].optimizer
         except Exception as e:
             raise MXNetError(f"{fname}: {e}") from e
+        self._optimizer = self._updaters[0].optimizer

@@ -323,7 +323,10 @@ class Optimizer:
         self._core.set_wd_mult(mult)
 
     def _set_current_context(self, device_id):
-        """Accepted for compatibility (counts are kept per optimizer)."""
+        """Makes the per-parameter update counts those of device
+        ``device_id`` (each device counts its own updates, as in MXNet;
+        ``num_update`` is the largest over all)."""
+        self._core.set_current_context(int(device_id))
 
     def _mults(self, indices):
         """``(lr_mult, wd_mult)`` of each index's Parameter in ``param_dict`` (None where there is none)."""

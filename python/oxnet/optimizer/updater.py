@@ -73,6 +73,8 @@ class Updater:
             raise MXNetError(f"update_multi: {len(indices)} indices, {len(grads)} gradients and {len(weights)} "
                              "weights must be as many")
         opt = self._optimizer
+        if weights:
+            opt._set_current_context(weights[0].context.device_id)
         if _uses_core(opt):
             self._core.update_multi(indices, list(grads), list(weights), opt._mults(indices))
             return

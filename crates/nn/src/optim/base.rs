@@ -46,6 +46,11 @@ pub struct OptimizerBase {
     pub multi_precision: bool,
     begin_num_update: u64,
     counts: UpdateCounts,
+    /// The device whose per-index counts `counts.per_index` holds, and the
+    /// counts of the others: MXNet counts each device's updates apart, so
+    /// one update on each of two devices is one step of a scheduler.
+    context: usize,
+    other_contexts: BTreeMap<usize, BTreeMap<usize, u64>>,
     lr_mult: HashMap<MultKey, f64>,
     wd_mult: HashMap<MultKey, f64>,
     wd_mult_given: HashMap<MultKey, f64>,
@@ -75,6 +80,8 @@ impl OptimizerBase {
             multi_precision: false,
             begin_num_update: 0,
             counts: UpdateCounts::default(),
+            context: 0,
+            other_contexts: BTreeMap::new(),
             lr_mult: HashMap::new(),
             wd_mult: HashMap::new(),
             wd_mult_given: HashMap::new(),
@@ -187,6 +194,19 @@ impl OptimizerBase {
     /// Replaces the update counts (restoring saved states).
     pub fn set_counts(&mut self, counts: UpdateCounts) {
         self.counts = counts;
+    }
+
+    /// Makes the per-index counts those of device `device_id` (MXNet's
+    /// `_set_current_context`, called by an updater before it updates that
+    /// device's weights); `num_update` stays the largest over all devices.
+    pub fn set_current_context(&mut self, device_id: usize) {
+        if device_id == self.context {
+            return;
+        }
+        let mine = std::mem::take(&mut self.counts.per_index);
+        self.other_contexts.insert(self.context, mine);
+        self.counts.per_index = self.other_contexts.remove(&device_id).unwrap_or_default();
+        self.context = device_id;
     }
 
     /// Counts one update of each of `indices` (MXNet's `_update_count`).
@@ -439,6 +459,23 @@ impl Text<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_device_counts_its_own_updates() {
+        let mut b = OptimizerBase::new("sgd", None);
+        for _ in 0..3 {
+            for device in [0, 1] {
+                b.set_current_context(device);
+                b.update_count(&[0]);
+            }
+        }
+        assert_eq!((b.index_update_count(0), b.num_update()), (3, 3));
+        b.set_current_context(2);
+        assert_eq!(b.index_update_count(0), 0);
+        b.set_current_context(0);
+        b.update_count(&[0]);
+        assert_eq!((b.index_update_count(0), b.num_update()), (4, 4));
+    }
 
     #[test]
     fn counts_multipliers_and_names() {
