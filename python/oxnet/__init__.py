@@ -41,6 +41,7 @@ __all__ += ["util", "runtime", "engine", "is_np_shape", "set_np_shape", "np_shap
             "is_np_array", "np_array", "use_np_array", "use_np"]
 from . import io; __all__ += ["io"]  # noqa: E402,E702
 from . import model, callback, module; mod = module; __all__ += ["model", "callback", "module", "mod"]  # noqa: E402,E702,E501
+from . import distributed; __all__ += ["distributed"]  # noqa: E402,E702
 from . import kvstore; kv = kvstore; __all__ += ["kvstore", "kv"]  # noqa: E402,E702
 from . import contrib; __all__ += ["contrib"]  # noqa: E402,E702
 from . import rnn; __all__ += ["rnn"]  # noqa: E402,E702

@@ -48,10 +48,12 @@ def test_create_names_as_mxnet():
         mx.kv.create().is_capable("sparse")
 
 
-@pytest.mark.parametrize("name", ["dist_sync", "dist_async", "dist_device_sync", "dist"])
-def test_distributed_types_are_not_there_yet(name):
-    with pytest.raises(MXNetError, match="distributed kvstores .* not implemented in oxnet yet.*data-parallel"):
-        mx.kv.create(name)
+@pytest.mark.parametrize("name", ["dist_sync", "dist_device_sync", "dist", "horovod"])
+def test_distributed_types_make_a_store_over_the_workers(name):
+    kv = mx.kv.create(name)  # no launcher: a world of one
+    assert isinstance(kv, mx.kv.DistKVStore) and (kv.type, kv.rank, kv.num_workers) == (name, 0, 1)
+    with pytest.raises(MXNetError, match="asynchronous training is not offered"):
+        mx.kv.create(name.replace("sync", "async") if "sync" in name else "dist_async")
 
 
 def test_nccl_is_not_built():
@@ -399,10 +401,9 @@ def test_trainer_takes_a_kvstore():
     net.initialize()
     for kv in ("device", "local", None, mx.kv.create("device")):
         mx.gluon.Trainer(net.collect_params(), "sgd", kvstore=kv)
-    # the store is made at the first step, as in MXNet
+    # a distributed store is made at once: every worker starts from rank 0's values
     trainer = mx.gluon.Trainer(net.collect_params(), "sgd", kvstore="dist_sync")
-    with pytest.raises(MXNetError, match="distributed kvstores"):
-        trainer.step(1)
+    assert trainer._distributed and trainer._kvstore.type == "dist_sync"
     with pytest.raises(TypeError, match="kvstore must be KVStore, str or None"):
         mx.gluon.Trainer(net.collect_params(), "sgd", kvstore=3)
 

@@ -218,6 +218,8 @@ class Parameter:
                 initializer.create(default_init)(initializer.InitDesc(self.name, {"__init__": init}), data)
         self._deferred_init = ()
         self._init_impl(data, ctx)
+        if self._trainer is not None:
+            self._trainer._on_param_initialized(self)
 
     def _init_impl(self, data, ctx_list):
         self._ctx_list = list(ctx_list)

@@ -108,6 +108,9 @@ class Trainer:
         self._distributed = None
         self._params_to_init = []
         self._reset_kvstore()
+        if (isinstance(kvstore, str) and "dist" in kvstore) or isinstance(kvstore, kvs.DistKVStore):
+            # every worker starts from rank 0's values, before its first forward pass
+            self._prepare()
 
     def _check_contexts(self):
         """The contexts every initialized parameter shares (an error naming
@@ -200,6 +203,13 @@ class Trainer:
                 self._kvstore.broadcast(self._param2idx[param.name], arrays[0], arrays)
         self._params_to_init = waiting
 
+    def _on_param_initialized(self, param):
+        """A parameter just got its values (deferred initialisation, or
+        ``initialize`` after the trainer was made): a distributed store
+        takes rank 0's at once, before any worker computes with its own."""
+        if self._distributed and param in self._params_to_init:
+            self._init_params()
+
     def _prepare(self):
         if not self._kv_initialized:
             self._init_kvstore()
@@ -224,11 +234,10 @@ class Trainer:
         self._optimizer.set_learning_rate(lr)
 
     def _check_and_rescale_grad(self, scale):
-        if self._update_on_kvstore and self._distributed and self._kv_initialized:
-            if self._optimizer.rescale_grad != scale:
-                raise UserWarning("Possible change in the `batch_size` from previous `step` detected. Optimizer "
-                                  "gradient normalizing factor will not change w.r.t new batch_size when "
-                                  "update_on_kvstore=True and when distributed kvstore is used.")
+        # MXNet refused a new batch size with update_on_kvstore on a
+        # distributed store (its servers kept a pickled copy of the
+        # optimizer); every oxnet worker runs this very optimizer, so the
+        # new scale takes effect everywhere
         self._optimizer.rescale_grad = scale
 
     # ------------------------------------------------------------------
@@ -279,16 +288,22 @@ class Trainer:
         if self._kvstore is None:
             return
         skip_stale = skip_stale and not self._distributed
+        keys, grads, outs = [], [], []
         for i, param in enumerate(self._params):
             if param.grad_req == "null":
                 continue
             if skip_stale and not all(arr._fresh_grad for arr in param.list_data()):
                 continue
-            grads = param.list_grad()
-            if self._update_on_kvstore:
-                self._kvstore.pushpull(i, grads, out=param.list_data(), priority=-i)
-            else:
-                self._kvstore.pushpull(i, grads, priority=-i)
+            keys.append(i)
+            grads.append(param.list_grad())
+            outs.append(param.list_data() if self._update_on_kvstore else None)
+        if isinstance(self._kvstore, kvs.KVStore) and keys:
+            # oxnet's own stores take every parameter in one call: one fused
+            # all-reduce per step in a distributed store
+            self._kvstore.pushpull(keys, grads, out=outs if self._update_on_kvstore else None)
+            return
+        for i, grad, out in zip(keys, grads, outs):
+            self._kvstore.pushpull(i, grad, out=out, priority=-i)
 
     def _check_fresh(self):
         for param in self._params:

@@ -8,10 +8,6 @@ from ..ndarray import NDArray
 
 __all__ = ["create", "KVStoreBase"]
 
-# the single-process types a KVStore answers to by name (any other name
-# without "dist" or "nccl" is a local store too, as in MXNet)
-_LOCAL_TYPES = ("local", "device", "local_allreduce_cpu", "local_allreduce_device", "local_update_cpu")
-
 
 class KVStoreBase:
     """The interface of a key-value store for data-parallel training.
@@ -147,21 +143,21 @@ def create(name="local"):
     ``local_allreduce_device`` and ``local_update_cpu`` are accepted as in
     MXNet, and any other name is a local store of that type, as MXNet does.
 
-    Names holding ``dist`` (``dist_sync``, ``dist_async``,
-    ``dist_device_sync``, ...) raise an MXNetError: distributed stores come
-    with oxnet's data-parallel work and are not implemented yet. ``nccl``
-    raises too: oxnet has no NCCL. A name that is not a string is a TypeError.
+    Names holding ``dist`` (``dist_sync``, ``dist_device_sync``, ``dist``,
+    ...) and ``horovod`` give a :class:`~oxnet.kvstore.dist.DistKVStore`
+    over every worker of the job (MPI; a world of one without a launcher);
+    ``dist_async`` raises an MXNetError saying why it is not offered.
+    ``nccl`` raises too: oxnet has no NCCL. A name that is not a string is
+    a TypeError.
     """
     if not isinstance(name, str):
         raise TypeError("name must be a string")
     name = name.lower()
     if name in KVStoreBase.kv_registry:
         return KVStoreBase.kv_registry[name]()
-    if "dist" in name:
-        raise MXNetError(
-            f"kvstore {name!r}: distributed kvstores (dist_sync, dist_async, dist_device_sync, ...) are not "
-            "implemented in oxnet yet; they come with the data-parallel work. One process can use "
-            f"{', '.join(repr(t) for t in _LOCAL_TYPES)}")
+    if "dist" in name or name == "horovod":
+        from .dist import DistKVStore
+        return DistKVStore(name)
     if "nccl" in name:
         raise MXNetError(f"kvstore {name!r}: oxnet is built without NCCL; use 'device' or 'local'")
     from .kvstore import KVStore

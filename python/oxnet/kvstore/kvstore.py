@@ -54,7 +54,7 @@ class KVStore(KVStoreBase):
         if not isinstance(kvstore_type, str):
             raise TypeError(f"KVStore: kvstore_type must be a string, got {type(kvstore_type).__name__}")
         name = kvstore_type.lower()
-        if "dist" in name or "nccl" in name:
+        if "nccl" in name:
             from .base import create
             create(name)  # raises the error that says why
         self._type = name

@@ -1,0 +1,227 @@
+"""The MPI communicator (through ``mpi4py``).
+
+Arrays on the host that are contiguous are handed to MPI as zero-copy
+numpy views of their memory; others (strided, on a GPU, or float16/bfloat16,
+which MPI cannot sum) travel through a host copy. Small arrays are packed
+into one buffer per all-reduce, up to ``OXNET_FUSION_THRESHOLD`` bytes
+(64 MiB by default, as Horovod's; ``0`` sends each array by itself): one
+message of many gradients costs one latency instead of many.
+
+On an unhandled exception a rank prints it with its rank and aborts the
+whole job (``MPI_Abort``), so the other ranks never wait for it for ever.
+"""
+
+import hashlib
+import os
+import pickle
+import sys
+
+import numpy as np
+
+from ..base import MXNetError
+from . import MPI_PACKAGES, Communicator, _check_root
+
+__all__ = ["MPICommunicator", "fusion_threshold"]
+
+# dtypes MPI sums as they are (numpy's names)
+_NATIVE = {"float32", "float64", "int8", "uint8", "int32", "int64"}
+
+
+def fusion_threshold():
+    """The largest fused all-reduce buffer in bytes (``OXNET_FUSION_THRESHOLD``)."""
+    raw = os.environ.get("OXNET_FUSION_THRESHOLD", str(64 * 1024 * 1024))
+    try:
+        value = int(raw)
+    except ValueError:
+        raise MXNetError(f"OXNET_FUSION_THRESHOLD={raw!r}: expected a number of bytes") from None
+    if value < 0:
+        raise MXNetError(f"OXNET_FUSION_THRESHOLD={raw!r}: must not be negative")
+    return value
+
+
+def _load_mpi():
+    try:
+        import mpi4py  # pylint: disable=import-outside-toplevel
+    except ImportError as e:
+        raise MXNetError(f"this process was started by an MPI launcher, but mpi4py is not installed: "
+                         f"{MPI_PACKAGES}") from e
+    # a communication thread may call MPI while the main thread does too
+    mpi4py.rc.thread_level = "multiple"
+    try:
+        from mpi4py import MPI  # pylint: disable=import-outside-toplevel
+    except (ImportError, RuntimeError, OSError) as e:
+        raise MXNetError(f"mpi4py could not load an MPI library ({e}): {MPI_PACKAGES}") from e
+    return MPI
+
+
+def _dtype_name(arr):
+    dt = arr.dtype
+    return dt if isinstance(dt, str) else np.dtype(dt).name
+
+
+def _host_view(arr):
+    """A writable numpy view of ``arr``'s memory, or None where there is none
+    (GPU, strided, read-only, or a dtype MPI cannot sum)."""
+    if _dtype_name(arr) not in _NATIVE or arr.context.device_type == "gpu":
+        return None
+    face = arr.__array_interface__
+    if face["strides"] is not None or face["data"][1]:
+        return None
+    return np.asarray(arr)
+
+
+class _Work:
+    """One array on its way through a collective: the numpy buffer MPI
+    reads and writes, and how the result returns to the array."""
+
+    __slots__ = ("array", "buf", "copied")
+
+    def __init__(self, array):
+        self.array = array
+        view = _host_view(array)
+        self.copied = view is None
+        if view is None:
+            name = _dtype_name(array)
+            wide = "float32" if name in ("float16", "bfloat16") else None
+            src = array.astype(wide) if wide else array
+            view = np.ascontiguousarray(src.asnumpy())
+        self.buf = view
+
+    def finish(self):
+        if self.copied:
+            from .. import ndarray as nd  # pylint: disable=import-outside-toplevel
+            self.array[:] = nd.array(self.buf, ctx=self.array.context, dtype=self.buf.dtype)
+
+
+def _scale(buf, factor):
+    if factor != 1.0:
+        np.multiply(buf, factor, out=buf, casting="unsafe")
+
+
+class MPICommunicator(Communicator):
+    """Collectives over ``MPI.COMM_WORLD``."""
+
+    kind = "mpi"
+
+    def __init__(self):
+        self._mpi = _load_mpi()
+        mpi = self._mpi
+        self._comm = mpi.COMM_WORLD
+        self.rank = self._comm.Get_rank()
+        self.size = self._comm.Get_size()
+        local = self._comm.Split_type(mpi.COMM_TYPE_SHARED, key=self.rank)
+        self.local_rank = local.Get_rank()
+        self.local_size = local.Get_size()
+        local.Free()
+        self.thread_multiple = mpi.Query_thread() >= mpi.THREAD_MULTIPLE
+        self._install_abort_on_error()
+
+    def _install_abort_on_error(self):
+        previous = sys.excepthook
+        comm, rank, size = self._comm, self.rank, self.size
+
+        def abort_job(kind, value, tb):
+            sys.stderr.write(f"oxnet: rank {rank} of {size} failed with the error below; aborting every rank\n")
+            previous(kind, value, tb)
+            sys.stderr.flush()
+            comm.Abort(1)
+
+        sys.excepthook = abort_job
+
+    # ------------------------------------------------------------------
+    # arrays
+
+    def allreduce_(self, arrays, average=False, prescale=1.0, postscale=1.0):
+        arrays = list(arrays)
+        if not arrays:
+            return
+        post = float(postscale) / self.size if average else float(postscale)
+        work = [_Work(a) for a in arrays]
+        for w in work:
+            _scale(w.buf, float(prescale))
+        for bucket in self._buckets(work):
+            self._allreduce_bucket(bucket)
+        for w in work:
+            _scale(w.buf, post)
+            w.finish()
+
+    def _buckets(self, work):
+        """Groups of same-dtype buffers, each at most the fusion threshold
+        in bytes (a larger buffer goes alone)."""
+        limit = fusion_threshold()
+        open_buckets = {}
+        for w in work:
+            key = w.buf.dtype
+            bucket, size = open_buckets.get(key, ([], 0))
+            if bucket and (limit == 0 or size + w.buf.nbytes > limit):
+                yield bucket
+                bucket, size = [], 0
+            bucket.append(w)
+            open_buckets[key] = (bucket, size + w.buf.nbytes)
+        for bucket, _ in open_buckets.values():
+            if bucket:
+                yield bucket
+
+    def _allreduce_bucket(self, bucket):
+        mpi = self._mpi
+        if len(bucket) == 1:
+            self._comm.Allreduce(mpi.IN_PLACE, bucket[0].buf, op=mpi.SUM)
+            return
+        packed = np.concatenate([w.buf.reshape(-1) for w in bucket])
+        self._comm.Allreduce(mpi.IN_PLACE, packed, op=mpi.SUM)
+        offset = 0
+        for w in bucket:
+            n = w.buf.size
+            w.buf.reshape(-1)[...] = packed[offset:offset + n]
+            offset += n
+
+    def broadcast_(self, arrays, root=0):
+        _check_root(root, self.size)
+        for a in arrays:
+            w = _Work(a)
+            self._comm.Bcast(w.buf, root=root)
+            w.finish()
+
+    def allgather(self, array):
+        from .. import ndarray as nd  # pylint: disable=import-outside-toplevel
+        shape = tuple(array.shape)
+        meta = self._comm.allgather((shape[1:], _dtype_name(array), shape[0] if shape else 1))
+        rest, dtype = meta[0][0], meta[0][1]
+        for r, (other_rest, other_dtype, _) in enumerate(meta):
+            if (other_rest, other_dtype) != (rest, dtype):
+                raise MXNetError(f"allgather: rank {r} gives shape (*, {other_rest}) {other_dtype}, rank 0 "
+                                 f"(*, {rest}) {dtype}; all but the first dimension must agree")
+        w = _Work(array)
+        src = w.buf.reshape(-1)
+        per_row = int(np.prod(rest)) if rest else 1
+        counts = [n * per_row for _, _, n in meta]
+        out = np.empty(sum(counts), dtype=src.dtype)
+        self._comm.Allgatherv(src, [out, counts])
+        rows = sum(n for _, _, n in meta)
+        result = out.reshape((rows,) + tuple(rest)) if shape else out
+        return nd.array(result, ctx=array.context, dtype=dtype)
+
+    def agree(self, what, value):
+        digest = hashlib.blake2b(pickle.dumps(value, protocol=4), digest_size=16).digest()
+        mine = np.frombuffer(digest, dtype=np.int64) >> 1  # halved: negating cannot overflow
+        signs = np.concatenate([mine, -mine])
+        self._comm.Allreduce(self._mpi.IN_PLACE, signs, op=self._mpi.MAX)
+        if (signs[:2] != mine).any() or (-signs[2:] != mine).any():
+            self.check_same(what, value)  # every rank saw the mismatch: name it
+            raise MXNetError(f"{what} differs between ranks")  # equal values, unequal pickles
+
+    # ------------------------------------------------------------------
+    # objects and control
+
+    def allgather_object(self, obj):
+        return self._comm.allgather(obj)
+
+    def broadcast_object(self, obj, root=0):
+        _check_root(root, self.size)
+        return self._comm.bcast(obj, root=root)
+
+    def barrier(self):
+        self._comm.Barrier()
+
+    def abort(self, code=1):
+        self._comm.Abort(code)
