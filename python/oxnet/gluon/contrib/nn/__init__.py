@@ -1,7 +1,9 @@
 """Contributed layers (``mx.gluon.contrib.nn``): the concurrent
-containers, ``Identity`` and the pixel shuffles."""
+containers, ``Identity``, the pixel shuffles and ``SyncBatchNorm``."""
 
 from . import basic_layers
 from .basic_layers import Concurrent, HybridConcurrent, Identity, PixelShuffle1D, PixelShuffle2D, PixelShuffle3D
+from .sync_batch_norm import SyncBatchNorm
 
-__all__ = ["Concurrent", "HybridConcurrent", "Identity", "PixelShuffle1D", "PixelShuffle2D", "PixelShuffle3D"]
+__all__ = ["Concurrent", "HybridConcurrent", "Identity", "PixelShuffle1D", "PixelShuffle2D", "PixelShuffle3D",
+           "SyncBatchNorm"]

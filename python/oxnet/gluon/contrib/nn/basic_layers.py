@@ -3,15 +3,19 @@ run side by side on one input, outputs concatenated), ``Identity`` and
 the pixel shuffles (sub-pixel upsampling: channel groups become spatial
 positions).
 
-MXNet's ``SparseEmbedding`` and ``SyncBatchNorm`` are not provided: oxnet
-has dense storage only and one device per process.
+``SyncBatchNorm`` lives in :mod:`.sync_batch_norm` (re-exported here, where
+MXNet defines it). MXNet's ``SparseEmbedding`` is not provided: oxnet has
+dense storage only.
 """
 
 from .... import ndarray as nd
 from ...block import HybridBlock
 from ...nn import Sequential, HybridSequential
 
-__all__ = ["Concurrent", "HybridConcurrent", "Identity", "PixelShuffle1D", "PixelShuffle2D", "PixelShuffle3D"]
+from .sync_batch_norm import SyncBatchNorm  # noqa: E402  (defined beside, exported here as in MXNet)
+
+__all__ = ["Concurrent", "HybridConcurrent", "Identity", "PixelShuffle1D", "PixelShuffle2D", "PixelShuffle3D",
+           "SyncBatchNorm"]
 
 
 class Concurrent(Sequential):
