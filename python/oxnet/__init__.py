@@ -11,7 +11,9 @@ The API follows Apache MXNet 1.x, so code written for it runs with
     y.backward()
 """
 
-from . import base, context, ndarray, autograd, operator, random, test_utils, library
+from ._rank_threads import divide_cores as _divide_cores
+_divide_cores()  # ranks of an MPI job on one machine share its cores (before the thread pool starts)
+from . import base, context, ndarray, autograd, operator, random, test_utils, library  # noqa: E402
 from . import name, attribute, symbol, executor
 from .base import MXNetError
 from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus

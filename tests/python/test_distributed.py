@@ -187,3 +187,20 @@ def test_a_rank_that_raises_ends_the_job(tmp_path):
     code, out = run_ranks(2, FAILING, tmp_path, timeout=60, expect_ok=False)
     assert code != 0
     assert "rank 1 of 2 failed" in out and "rank one gives up" in out, out
+
+
+THREADS = """
+    import os
+    import oxnet as mx
+    w = mx.distributed.world()
+    cores = len(os.sched_getaffinity(0))
+    assert os.environ["OXNET_NUM_THREADS"] == str(max(1, cores // w.local_size)), os.environ["OXNET_NUM_THREADS"]
+    print("threads ok", w.rank)
+"""
+
+
+def test_ranks_on_one_machine_share_its_cores(tmp_path, monkeypatch):
+    monkeypatch.delenv("OXNET_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    _, out = run_ranks(2, THREADS, tmp_path)
+    assert out.count("threads ok") == 2, out
