@@ -6,13 +6,15 @@
 //! ([`crate::augment::det`]) and lands in the top-left corner of its
 //! `data_shape` slot (zeros elsewhere, when `shrink` or `fit` leave it
 //! smaller), RGB, channels first, then the normalisation `(v - mean) /
-//! std · scale` (means only when one is positive, deviations only where
-//! positive, as MXNet's detection normaliser does). Each label row is, as
-//! MXNet's: the image's channels, height and width after augmentation, the
-//! number of label values, the label values (header and kept objects), then
-//! `label_pad_value` up to `4 + label_pad_width` values. `label_pad_width`
-//! 0 (or below the widest label) is the widest label of the list or of
-//! this part's records.
+//! std · scale` (means only when one is positive, else the mean image
+//! when given; deviations only where positive, as MXNet's detection
+//! normaliser does; [`mean_image`] makes the mean image as MXNet does when
+//! its file is missing: one pass of the pipeline without it, averaged).
+//! Each label row is, as MXNet's: the image's channels, height and width
+//! after augmentation, the number of label values, the label values
+//! (header and kept objects), then `label_pad_value` up to `4 +
+//! label_pad_width` values. `label_pad_width` 0 (or below the widest
+//! label) is the widest label of the list or of this part's records.
 
 use crate::augment::det::augment_det;
 use crate::augment::det_params::DetAugmentParams;
@@ -24,6 +26,7 @@ use crate::recordio::RecordReader;
 use oxnet_core::{Error, Result};
 use rand_pcg::Pcg64;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// What the detection pipeline reads and how it prepares each image.
 #[derive(Clone, Debug)]
@@ -48,6 +51,9 @@ pub struct DetRecordConfig {
     pub std: [f32; 4],
     /// Multiplies at the end.
     pub scale: f32,
+    /// A mean image (channels, height, width of `data_shape`, RGB),
+    /// subtracted when no per-channel mean is positive.
+    pub mean_img: Option<Arc<Vec<f32>>>,
 }
 
 impl DetRecordConfig {
@@ -78,6 +84,7 @@ impl DetRecordConfig {
             mean: [0.0; 4],
             std: [0.0; 4],
             scale: 1.0,
+            mean_img: None,
         }
     }
 
@@ -103,6 +110,14 @@ impl DetRecordConfig {
         }
         if self.label_pad_width < -1 {
             return bad("label_pad_width", format!("must be at least -1, got {}", self.label_pad_width));
+        }
+        if let Some(m) = &self.mean_img {
+            if m.len() != c * h * w {
+                return bad(
+                    "mean_img",
+                    format!("holds {} values, the output (channels, height, width) {c}x{h}x{w}", m.len()),
+                );
+            }
         }
         self.augment.check()
     }
@@ -144,14 +159,19 @@ impl DetPrep {
         }
         let (mean, std) = (self.config.mean, self.config.std);
         let subtract = mean.iter().any(|&m| m > 0.0);
+        // the mean image only without a positive mean per channel, as MXNet
+        let mean_img = if subtract { None } else { self.config.mean_img.as_deref() };
         for (k, plane) in out.chunks_exact_mut(h * w).enumerate() {
             // channel k's mean and deviation: R for grey; alpha only with 4 channels
             let slot = if c == 1 { 0 } else { k };
             let (m, d) = (mean[slot], std[slot]);
-            for v in plane.iter_mut() {
+            let plane_mean = mean_img.map(|mi| &mi[k * h * w..(k + 1) * h * w]);
+            for (i, v) in plane.iter_mut().enumerate() {
                 let mut t = *v;
                 if subtract {
                     t -= m;
+                } else if let Some(pm) = plane_mean {
+                    t -= pm[i];
                 }
                 if d > 0.0 {
                     t /= d;
@@ -307,5 +327,44 @@ impl DetRecordIter {
     /// Starts the next epoch (reshuffled when `shuffle`).
     pub fn reset(&mut self) {
         self.pipeline.reset()
+    }
+}
+
+/// The mean image of this part's records as the pipeline prepares them
+/// without a mean image (deviations, scale and a positive per-channel mean
+/// still applied, as in MXNet's detection normaliser): one pass in file
+/// order, channels first; MXNet's `mean_img` when its file is missing.
+pub fn mean_image(config: &DetRecordConfig) -> Result<Vec<f32>> {
+    let mut config = config.clone();
+    config.mean_img = None;
+    config.settings.shuffle = false;
+    config.settings.round_batch = false;
+    DetRecordIter::new(config)?.pipeline.mean_item()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mean_image_is_subtracted_unless_a_channel_mean_is_positive() {
+        let mut config = DetRecordConfig::new("unused.rec", 1, [3, 1, 2]);
+        config.std = [2.0, 0.0, 4.0, 0.0];
+        config.scale = 0.5;
+        config.mean_img = Some(Arc::new(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]));
+        let img = Image::new(1, 2, 3, vec![10, 20, 30, 40, 50, 60]).unwrap();
+        let write = |config: &DetRecordConfig| {
+            let prep = DetPrep { config: config.clone(), list: None, pad_width: 0 };
+            let mut out = vec![0f32; 6];
+            prep.write(&img, &mut out);
+            out
+        };
+        // planes R [10, 40], G [20, 50], B [30, 60] less the mean image,
+        // divided by the positive deviations, halved
+        assert_eq!(write(&config), vec![2.25, 9.5, 8.5, 23.0, 3.125, 6.75]);
+        config.mean = [0.0, 5.0, 0.0, 0.0];
+        assert_eq!(write(&config), vec![2.5, 10.0, 7.5, 22.5, 3.75, 7.5]);
+        config.mean_img = Some(Arc::new(vec![0.0; 5]));
+        assert!(config.check().unwrap_err().to_string().contains("mean_img"));
     }
 }

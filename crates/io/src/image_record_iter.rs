@@ -67,6 +67,11 @@ pub struct ImageRecordConfig {
     pub path_imglist: Option<PathBuf>,
     /// OpenCV's interpolation number (0 to 4, 9 auto, 10 random).
     pub inter_method: i64,
+    /// MXNet's `rotate_list`: when not empty, every image is warped, by an
+    /// angle (degrees) drawn uniformly from the list, which overrides
+    /// `rotate` and `max_rotate_angle` (kept here, not in
+    /// [`AugmentParams`], which its callers build field by field).
+    pub rotate_list: Vec<i32>,
     /// This reader's part (of `num_parts`), for distributed training.
     pub part_index: usize,
     /// The number of parts the file is split into.
@@ -98,6 +103,7 @@ impl ImageRecordConfig {
             augment: AugmentParams::default(),
             path_imglist: None,
             inter_method: 1,
+            rotate_list: Vec::new(),
             part_index: 0,
             num_parts: 1,
         }
@@ -275,18 +281,5 @@ pub fn mean_image(config: &ImageRecordConfig) -> Result<Vec<f32>> {
     config.normalize.dtype = crate::image_normalize::OutputType::Float32;
     config.shuffle = false;
     config.round_batch = false;
-    let mut it = ImageRecordIter::new(config)?;
-    let [c, h, w] = it.config().data_shape;
-    let per_image = c * h * w;
-    let mut sum = vec![0f32; per_image];
-    let mut count = 0usize;
-    while let Some(batch) = it.next_batch()? {
-        let filled = it.config().batch_size - batch.pad;
-        for img in batch.data.chunks(per_image).take(filled) {
-            sum.iter_mut().zip(img).for_each(|(s, v)| *s += v);
-        }
-        count += filled;
-    }
-    let inv = 1.0 / count.max(1) as f32;
-    Ok(sum.into_iter().map(|s| s * inv).collect())
+    ImageRecordIter::new(config)?.pipeline.mean_item()
 }

@@ -204,6 +204,25 @@ impl<P: Prepare> RecordPipeline<P> {
         }
     }
 
+    /// The mean item of the rest of this epoch, each value averaged over
+    /// the records (padding left out): MXNet's mean image when its file is
+    /// missing, summed in `f32` in order and multiplied by `1 / count` as
+    /// its normalisers do. Run it on a pipeline without shuffling.
+    pub fn mean_item(&mut self) -> Result<Vec<f32>> {
+        let (per_item, batch) = (self.prep.data_len(), self.settings.batch_size);
+        let mut sum = vec![0f32; per_item];
+        let mut count = 0usize;
+        while let Some(b) = self.next_batch()? {
+            let filled = batch - b.pad;
+            for item in b.data.chunks(per_item).take(filled) {
+                sum.iter_mut().zip(item).for_each(|(s, v)| *s += v);
+            }
+            count += filled;
+        }
+        let inv = 1.0 / count.max(1) as f32;
+        Ok(sum.into_iter().map(|s| s * inv).collect())
+    }
+
     /// Starts the next epoch (reshuffled when `shuffle`).
     pub fn reset(&mut self) {
         let (n, batch) = (self.offsets.len(), self.settings.batch_size);

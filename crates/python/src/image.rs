@@ -9,7 +9,7 @@ use oxnet_core::{DType, Error, NDArray, Result};
 use oxnet_io::augment::det_params::{CropSamplerOptions, DetAugmentParams, ResizeMode};
 use oxnet_io::augment::AugmentParams;
 use oxnet_io::det_label::EmitMode;
-use oxnet_io::det_record_iter::{DetRecordConfig, DetRecordIter};
+use oxnet_io::det_record_iter::{self, DetRecordConfig, DetRecordIter};
 use oxnet_io::image::{decode, Channels, Image};
 use oxnet_io::image_normalize::OutputType;
 use oxnet_io::image_record_iter::{mean_image, ImageRecordConfig, ImageRecordIter};
@@ -159,6 +159,7 @@ fn apply_options(config: &mut ImageRecordConfig, options: &Bound<'_, PyDict>) ->
     n.mean_img = option::<Option<Vec<f32>>>(options, "mean_img", None)?.map(Arc::new);
     let list: String = option(options, "path_imglist", String::new())?;
     config.path_imglist = (!list.is_empty()).then(|| list.into());
+    config.rotate_list = option(options, "rotate_list", Vec::new())?;
     Ok(())
 }
 
@@ -286,6 +287,7 @@ fn apply_det_options(config: &mut DetRecordConfig, o: &Bound<'_, PyDict>) -> PyR
     config.mean = [opt("mean_r", 0.0)?, opt("mean_g", 0.0)?, opt("mean_b", 0.0)?, opt("mean_a", 0.0)?];
     config.std = [opt("std_r", 0.0)?, opt("std_g", 0.0)?, opt("std_b", 0.0)?, opt("std_a", 0.0)?];
     config.scale = opt("scale", 1.0)?;
+    config.mean_img = option_of::<Option<Vec<f32>>>("ImageDetRecordIter", o, "mean_img", None)?.map(Arc::new);
     let d = CropSamplerOptions::default();
     let samplers = CropSamplerOptions {
         min_crop_scales: list("min_crop_scales", d.min_crop_scales)?,
@@ -349,6 +351,13 @@ impl DetRecordPipeline {
     #[getter]
     fn label_width(&self) -> usize {
         self.label_width
+    }
+
+    /// The mean image (channels, height, width, flat) of one pass over
+    /// this reader's records, prepared without a mean image.
+    fn mean_image(&self, py: Python<'_>) -> PyResult<Vec<f32>> {
+        let config = self.inner.lock().unwrap_or_else(|e| e.into_inner()).config().clone();
+        py.detach(|| det_record_iter::mean_image(&config)).py()
     }
 
     /// The next batch as (data, label, pad), or None at the end of the epoch.

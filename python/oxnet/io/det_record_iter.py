@@ -21,8 +21,12 @@ sampler or one each; a crop keeps the objects whose centre it holds
 (``resize_mode``: ``'force'`` to ``data_shape``, ``'shrink'`` only if
 larger, ``'fit'`` aspect ratio kept; the image sits top-left, zeros
 elsewhere) with ``inter_method``; and ``(pixel - mean) / std * scale``
-(``mean_r/g/b/a`` subtracted when any is positive, ``std_r/g/b/a`` divided
-by where positive).
+(``mean_r/g/b/a`` subtracted when any is positive, else the mean image
+``mean_img`` when given; ``std_r/g/b/a`` divided by where positive).
+``mean_img`` is an ``.nd`` file holding one (channels, height, width)
+array; when it does not exist, the mean of one pass over the records,
+normalised as above without it, is computed and saved there, as MXNet
+does.
 
 Labels are MXNet's detection format (``[header_width, object_width, extra
 header..., (class, xmin, ymin, xmax, ymax, extra...) per object]``), from
@@ -49,6 +53,7 @@ import os
 import numpy as np
 
 from .base import DataDesc
+from .image_record_iter import _mean_image
 from .pipeline_iter import PipelineIter
 from .. import _oxnet
 
@@ -127,8 +132,7 @@ def _options(kwargs):
             if value is not None and np.dtype(value) != np.float32:
                 raise _bad("dtype", f"must be float32, got {value!r}")
         elif key == "mean_img":
-            if value:
-                raise NotImplementedError("ImageDetRecordIter: mean_img is not supported; use mean_r/g/b")
+            options[key] = os.fspath(value) if value else ""
         elif key not in _ACCEPTED:
             raise TypeError(f"ImageDetRecordIter got an unexpected argument {key!r}")
     return options
@@ -163,7 +167,13 @@ class ImageDetRecordIter(PipelineIter):
         for key in ("part_index", "num_parts", "seed"):
             if options.get(key, 0) < 0:
                 raise _bad(key, f"must be non-negative, got {options[key]}")
-        self._pipeline = _oxnet.DetRecordPipeline(os.fspath(path_imgrec), batch_size, data_shape, options)
+        path_imgrec = os.fspath(path_imgrec)
+        mean_img = options.pop("mean_img", "")
+        if mean_img:
+            make = lambda: _oxnet.DetRecordPipeline(path_imgrec, batch_size, data_shape, options)  # noqa: E731
+            mean = _mean_image(make, mean_img, data_shape, "ImageDetRecordIter")
+            options["mean_img"] = mean.ravel().tolist()
+        self._pipeline = _oxnet.DetRecordPipeline(path_imgrec, batch_size, data_shape, options)
         self.provide_data = [DataDesc(data_name, (batch_size,) + data_shape, dtype=np.float32)]
         self.provide_label = [DataDesc(label_name, (batch_size, self._pipeline.label_width), dtype=np.float32)]
         self._batch = None

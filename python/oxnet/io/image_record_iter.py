@@ -8,7 +8,9 @@ side resized (``resize``); an affine warp about the centre when asked for
 (``max_rotate_angle`` or a fixed ``rotate``, ``max_shear_ratio``,
 ``min_random_scale``/``max_random_scale``, ``min_aspect_ratio``/
 ``max_aspect_ratio``, ``min_img_size``/``max_img_size``; new pixels are
-``fill_value``); ``pad`` pixels of ``fill_value`` on every side; a crop
+``fill_value``; ``rotate_list``, angles of which each image takes one drawn
+uniformly, overrides both angles); ``pad`` pixels of ``fill_value`` on
+every side; a crop
 (``random_resized_crop`` with ``min_random_area``/``max_random_area`` and
 the aspect ratio range; or a square of ``min_crop_size`` to
 ``max_crop_size`` resized to the output; or the output's size, random with
@@ -25,8 +27,9 @@ rounded mean, saturated. ``path_imglist`` (a ``.lst``) replaces the
 records' labels with the list's, by image index. Also ``path_imgrec``,
 ``data_shape`` (c, h, w; c 1, 3 or 4), ``batch_size``, ``label_width``,
 ``shuffle``, ``seed``, ``preprocess_threads``, ``prefetch_buffer``,
-``round_batch``, ``inter_method``, ``part_index``/``num_parts``,
-``data_name``, ``label_name``, and accepted without effect
+``round_batch``, ``inter_method`` (OpenCV's numbers; resizes and warps
+come out bit for bit as MXNet's OpenCV 3.4.2), ``part_index``/
+``num_parts``, ``data_name``, ``label_name``, and accepted without effect
 ``path_imgidx`` (record offsets are found by scanning the headers),
 ``verbose``, ``shuffle_chunk_size``, ``shuffle_chunk_seed`` and ``ctx``.
 
@@ -55,7 +58,7 @@ _OPTIONS = {
     "min_random_scale": 1.0, "max_random_area": 1.0, "min_random_area": 1.0, "max_img_size": 1e10,
     "min_img_size": 0.0, "brightness": 0.0, "contrast": 0.0, "saturation": 0.0, "pca_noise": 0.0, "random_h": 0,
     "random_s": 0, "random_l": 0, "rotate": -1, "fill_value": 255, "pad": 0, "random_resized_crop": False,
-    "max_random_contrast": 0.0, "max_random_illumination": 0.0, "dtype": "float32",
+    "max_random_contrast": 0.0, "max_random_illumination": 0.0, "dtype": "float32", "rotate_list": None,
 }
 _INTS = {"max_rotate_angle", "max_crop_size", "min_crop_size", "random_h", "random_s", "random_l", "rotate",
          "fill_value", "pad"}
@@ -82,22 +85,51 @@ def _options(kwargs):
     options["random_resized_crop"] = bool(options["random_resized_crop"])
     for key in ("path_imglist", "mean_img"):
         options[key] = os.fspath(options[key]) if options[key] else ""
+    options["rotate_list"] = _rotate_list(options["rotate_list"])
     return options
 
 
-def _mean_image(make, path, shape):
+def _rotate_list(value):
+    """``rotate_list`` as a list of whole degrees: a sequence of numbers, or
+    MXNet's string of comma-separated integers (``"0,90,180"``). MXNet reads
+    the string of a Python list, ``"[90, 180]"``, with ``atoi`` on each piece
+    and so takes ``[0, 180]``; the angles here are the numbers as written."""
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)):
+        text = value.decode() if isinstance(value, bytes) else value
+        pieces = [p.strip().strip("[]() ") for p in text.split(",")]
+        if pieces == [""]:
+            return []
+        try:
+            return [int(p) for p in pieces]
+        except ValueError:
+            raise ValueError(f"ImageRecordIter: rotate_list must be whole degrees separated by commas, got {value!r}") \
+                from None
+    values = [value] if np.isscalar(value) else list(value)
+    out = []
+    for v in values:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                or float(v) != int(v):
+            raise ValueError(f"ImageRecordIter: rotate_list must hold whole degrees, got {value!r}")
+        out.append(int(v))
+    return out
+
+
+def _mean_image(make, path, shape, name="ImageRecordIter"):
     """The mean image of ``path`` (an ``.nd`` file with one array), or when
-    the file does not exist the mean of one pass of ``make()``'s pipeline,
-    saved there under the name ``mean_img`` as MXNet does."""
+    the file does not exist the mean of one pass of ``make()``'s pipeline
+    (its ``mean_image()``), saved there under the name ``mean_img`` as MXNet
+    does; ``name`` is the iterator's, for errors."""
     from .. import ndarray as nd
     if os.path.exists(path):
         loaded = nd.load(path)
         arrays = list(loaded.values()) if isinstance(loaded, dict) else list(loaded)
         if len(arrays) != 1:
-            raise ValueError(f"ImageRecordIter: mean_img `{path}` holds {len(arrays)} arrays, not one")
+            raise ValueError(f"{name}: mean_img `{path}` holds {len(arrays)} arrays, not one")
         mean = arrays[0].asnumpy().astype(np.float32)
         if mean.shape != tuple(shape):
-            raise ValueError(f"ImageRecordIter: mean_img `{path}` has shape {mean.shape}, the output {tuple(shape)}")
+            raise ValueError(f"{name}: mean_img `{path}` has shape {mean.shape}, the output {tuple(shape)}")
         return mean
     mean = np.asarray(make().mean_image(), dtype=np.float32).reshape(shape)
     nd.save(path, {"mean_img": nd.array(mean, dtype="float32")})

@@ -34,12 +34,23 @@ pub fn affine_matrix(
 }
 
 /// `img` warped with a random rotation, shear, scale and aspect ratio as
-/// MXNet draws them (a fixed `rotate` overrides the drawn angle).
-pub fn random_affine(p: &AugmentParams, inter: i64, img: &Image, rng: &mut Pcg64) -> Result<Image> {
+/// MXNet draws them: a fixed `rotate` overrides the drawn angle, and a
+/// non-empty `rotate_list` both (an angle drawn uniformly from it, after
+/// the others, as MXNet's order of draws has it).
+pub fn random_affine(
+    p: &AugmentParams,
+    rotate_list: &[i32],
+    inter: i64,
+    img: &Image,
+    rng: &mut Pcg64,
+) -> Result<Image> {
     let shear = uniform(rng, -p.max_shear_ratio, p.max_shear_ratio);
     let mut angle = rng.random_range(-p.max_rotate_angle..=p.max_rotate_angle);
     if p.rotate > 0 {
         angle = p.rotate;
+    }
+    if !rotate_list.is_empty() {
+        angle = rotate_list[rng.random_range(0..rotate_list.len())];
     }
     let (scale, ratio) = if p.random_resized_crop {
         (1.0, 1.0)
@@ -83,6 +94,33 @@ mod tests {
         // scale 0.5, ratio 3: hs = 0.25, ws = 0.75 (width grows against height)
         let m = affine_matrix(0, 0.0, 0.5, 3.0, (8, 8), (4.0, 4.0));
         assert_eq!(m, [0.25, 0.0, 1.0, -0.0, 0.75, -1.0]);
+    }
+
+    #[test]
+    fn rotate_list_picks_each_listed_angle() {
+        use crate::resize::Interp;
+        use rand::SeedableRng;
+        let data = (0..7 * 9 * 3).map(|i| (i * 37 % 251) as u8).collect();
+        let img = Image::new(7, 9, 3, data).unwrap();
+        // the list overrides a fixed rotation and the random range
+        let p = AugmentParams { rotate: 30, max_rotate_angle: 10, ..Default::default() };
+        let list = [0, 90, -45, 200];
+        let by_angle: Vec<Image> = list
+            .iter()
+            .map(|&a| {
+                let m = affine_matrix(a, 0.0, 1.0, 1.0, (9, 7), (9.0, 7.0));
+                warp_affine(&img, m.map(f64::from), (9, 7), Interp::Linear, p.fill())
+            })
+            .collect();
+        let mut seen = [0usize; 4];
+        for seed in 0..64 {
+            let out = random_affine(&p, &list, 1, &img, &mut Pcg64::seed_from_u64(seed)).unwrap();
+            let k = by_angle.iter().position(|r| *r == out).expect("a rotation by a listed angle");
+            seen[k] += 1;
+        }
+        assert!(seen.iter().all(|&n| n >= 6), "{seen:?}");
+        // angle 0 keeps the image
+        assert_eq!(by_angle[0], img);
     }
 
     #[test]

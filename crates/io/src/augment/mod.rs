@@ -1,8 +1,9 @@
 //! MXNet's default image augmenter (`aug_default` of MXNet 1.9.1's
 //! `ImageRecordIter`), step by step in its order: the shorter side
-//! resized, an affine warp (rotation, shear, scale, aspect ratio, size
-//! limits; [`geometry`], [`warp`]), padding, a crop ([`crop`]: random
-//! resized, random size, or the output size), colour jitter
+//! resized, an affine warp (rotation, fixed or drawn from a range or from
+//! `rotate_list`, shear, scale, aspect ratio, size limits; [`geometry`],
+//! [`warp`]), padding, a crop ([`crop`]: random resized, random size, or
+//! the output size), colour jitter
 //! ([`color`]: brightness, contrast and saturation in a random order),
 //! HSL jitter ([`hsl`]) and PCA lighting noise ([`color`]).
 //!
@@ -56,8 +57,8 @@ pub fn augment(config: &ImageRecordConfig, mut img: Image, rng: &mut Pcg64) -> R
         let method = inter_method(config.inter_method, (img.width, img.height), (nw, nh), rng)?;
         img = resize(&img, nh, nw, method)?;
     }
-    if p.warps() {
-        img = geometry::random_affine(p, config.inter_method, &img, rng)?;
+    if p.warps() || !config.rotate_list.is_empty() {
+        img = geometry::random_affine(p, &config.rotate_list, config.inter_method, &img, rng)?;
     }
     if p.pad > 0 {
         img = geometry::pad(&img, p.pad, p.fill());

@@ -102,7 +102,8 @@ impl AugmentParams {
     }
 
     /// Whether MXNet warps the image (any of rotation, shear, scale, aspect
-    /// ratio outside a random resized crop, or size limits asked for).
+    /// ratio outside a random resized crop, or size limits asked for; a
+    /// non-empty `rotate_list` of the iterator's configuration warps too).
     pub fn warps(&self) -> bool {
         let (lo, hi) = self.aspect_range();
         self.max_rotate_angle > 0
