@@ -14,7 +14,7 @@ RUN = """
 """
 
 
-@pytest.mark.parametrize("api", ["kvstore"])
+@pytest.mark.parametrize("api", ["kvstore", "horovod"])
 def test_two_ranks_train_the_digits_cnn(tmp_path, api):
     code = RUN.format(path=ROOT / "examples" / "python" / "dist_digits.py")
     _, out = run_ranks(2, code, tmp_path, args=("--epochs", "4", "--api", api))

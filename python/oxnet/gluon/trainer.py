@@ -19,13 +19,10 @@ The store is created at the first ``step`` (or ``allreduce_grads``,
 broadcast into it once it is initialized.
 """
 
-import os
-
-import numpy as np
-
 from .. import kvstore as kvs
 from .. import optimizer as opt
 from ..base import MXNetError
+from ..module._kv import create_kvstore
 from .parameter import Parameter, ParameterDict
 
 __all__ = ["Trainer"]
@@ -39,29 +36,6 @@ class _StaleGradient(MXNetError, UserWarning):
 class _UpdatedOnKVStore(MXNetError, AssertionError):
     """``update``/``allreduce_grads`` while the store runs the optimizer
     (MXNet asserts; oxnet's error is both)."""
-
-
-def _create_kvstore(kvstore, num_device, arg_arrays):
-    """MXNet's choice of store: ``(store or None, update_on_kvstore)``."""
-    update_on_kvstore = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
-    if kvstore is None:
-        kv = None
-    elif isinstance(kvstore, kvs.KVStoreBase):
-        kv = kvstore
-    elif isinstance(kvstore, str):
-        if num_device == 1 and "dist" not in kvstore:
-            kv = None  # one device in one process: nothing to reduce
-        else:
-            kv = kvs.create(kvstore)
-            if kvstore == "local" and arg_arrays:
-                largest = max(int(np.prod(a.shape)) for a in arg_arrays)
-                if largest > 1024 * 1024 * 16:
-                    update_on_kvstore = False
-    else:
-        raise TypeError(f"kvstore must be KVStore, str or None, got {type(kvstore).__name__}")
-    if kv is None:
-        return None, False
-    return kv, update_on_kvstore and kv.is_capable(kvs.KVStoreBase.OPTIMIZER)
 
 
 class Trainer:
@@ -159,11 +133,8 @@ class Trainer:
         """Creates the store and decides ``update_on_kvstore`` as MXNet does."""
         config = self._kvstore_params
         self._contexts = self._check_contexts()
-        arrays = []
-        for param in self._params:
-            if param._data is not None:
-                arrays.append(param._data[0])
-        kvstore, update_on_kvstore = _create_kvstore(config["kvstore"], max(len(self._contexts), 1), arrays)
+        arrays = {p.name: p._data[0] for p in self._params if p._data is not None}
+        kvstore, update_on_kvstore = create_kvstore(config["kvstore"], max(len(self._contexts), 1), arrays)
         self._distributed = kvstore is not None and "dist" in kvstore.type
         if self._distributed and "async" in kvstore.type:
             update_on_kvstore = True

@@ -10,6 +10,13 @@ from ..base import MXNetError
 __all__ = ["create_kvstore", "initialize_kvstore", "update_params", "update_params_on_kvstore"]
 
 
+def _is_store(obj):
+    kvs = _kvstore_module()
+    if kvs is not None and isinstance(obj, kvs.KVStoreBase):
+        return True
+    return hasattr(obj, "init") and hasattr(obj, "pull") and (hasattr(obj, "pushpull") or hasattr(obj, "push"))
+
+
 def _kvstore_module():
     try:
         from .. import kvstore as kvs  # written alongside; absent in older trees
@@ -41,9 +48,8 @@ def create_kvstore(kvstore, num_device, arg_params):
                 max_size = max(int(np.prod(p.shape)) for p in arg_params.values())
                 if max_size > 1024 * 1024 * 16:
                     update_on_kvstore = False
-    elif hasattr(kvstore, "init") and hasattr(kvstore, "pull") and (hasattr(kvstore, "pushpull")
-                                                                   or hasattr(kvstore, "push")):
-        kv = kvstore  # a KVStore, or any object with its init/push/pull methods
+    elif _is_store(kvstore):
+        kv = kvstore  # a KVStoreBase, or any object with a KVStore's init/push/pull methods
     else:
         raise TypeError(f"kvstore must be KVStore, str or None, got {type(kvstore).__name__}")
     if kv is None:
