@@ -39,11 +39,6 @@ import numpy as np
 import numpy.random as rnd  # noqa: F401
 import numpy.testing as npt  # noqa: F401
 
-try:
-    import scipy.stats as ss  # noqa: F401
-except ImportError:  # scipy is optional: only the distribution checks need it
-    ss = None
-
 import oxnet as mx  # noqa: F401  (the package is importing this module: names resolve at use)
 
 from . import _oxnet, autograd
@@ -52,6 +47,20 @@ from .context import Context, current_context, num_gpus
 from .ndarray import NDArray, array
 from .runtime import Features  # noqa: F401
 from .util import getenv, setenv, use_np  # noqa: F401
+
+
+def __getattr__(name):
+    # ``ss`` (scipy.stats, as MXNet's test_utils names it) is imported on
+    # first use: scipy costs 1.5 s, and ``import oxnet`` imports this module
+    if name == "ss":
+        try:
+            import scipy.stats as stats  # pylint: disable=import-outside-toplevel
+        except ImportError:  # scipy is optional: only the distribution checks need it
+            stats = None
+        globals()["ss"] = stats
+        return stats
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Like MXNet's module, this one has no ``__all__``: ``from mxnet.test_utils
 # import *`` hands suites every public name, ``mx`` and ``np`` included, and
