@@ -204,3 +204,39 @@ def test_ranks_on_one_machine_share_its_cores(tmp_path, monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     _, out = run_ranks(2, THREADS, tmp_path)
     assert out.count("threads ok") == 2, out
+
+
+MODULE = """
+    import numpy as np
+    import oxnet as mx
+    w = mx.distributed.world()
+    r, n = w.rank, w.size
+    rng = np.random.RandomState(0)
+    x = rng.uniform(-1, 1, (40, 4)).astype("float32")
+    y = (x @ np.array([1.0, -2.0, 0.5, 1.0]) > 0).astype("float32").reshape(40, 1)
+    w0 = rng.uniform(-0.1, 0.1, (1, 4)).astype("float32")
+    fc = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=1, name="fc")
+    loss = mx.sym.MakeLoss(mx.sym.sum(mx.sym.square(mx.sym.sigmoid(fc) - mx.sym.var("label"))))
+
+    def fit(kvstore, rows, batch, start):
+        mod = mx.mod.Module(loss, data_names=("data",), label_names=("label",))
+        mod.fit(mx.io.NDArrayIter(x[rows], y[rows], batch_size=batch, label_name="label"), num_epoch=3,
+                kvstore=kvstore, optimizer="sgd", optimizer_params={"learning_rate": 0.5, "momentum": 0.9},
+                eval_metric=mx.metric.Loss(), arg_params={"fc_weight": mx.nd.array(start),
+                                                          "fc_bias": mx.nd.zeros((1,))})
+        return mod.get_params()[0]["fc_weight"].asnumpy()
+
+    # each rank: its share of every global batch of 10, and its own start (rank 0's is broadcast)
+    rows = np.concatenate([np.arange(b, b + 10)[r::n] for b in range(0, 40, 10)])
+    mine = fit("dist_sync", rows, 10 // n, w0 * (r + 1))
+    everyone = w.allgather_object(mine)
+    assert all(np.array_equal(everyone[0], v) for v in everyone)
+    if r == 0:
+        np.testing.assert_allclose(mine, fit(None, np.arange(40), 10, w0), rtol=1e-5, atol=1e-6)
+    print("module ok", r)
+"""
+
+
+def test_module_fit_with_dist_sync_equals_one_process_on_the_global_batch(tmp_path):
+    _, out = run_ranks(2, MODULE, tmp_path)
+    assert out.count("module ok") == 2, out
