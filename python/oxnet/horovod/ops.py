@@ -55,7 +55,7 @@ def _agree(comm, what, value):
     """The same ``value`` on every rank, or an MXNetError naming the ranks
     that differ (raised on every rank, so the job stays in step)."""
     if comm.size > 1:
-        getattr(comm, "agree", comm.check_same)(what, value)
+        comm.agree(what, value)
 
 
 def _check_root(root_rank, size, what):
