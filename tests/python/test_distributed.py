@@ -53,6 +53,11 @@ COLLECTIVES = """
         np.testing.assert_array_equal(a.asnumpy(), b * total)
     np.testing.assert_array_equal(ints.asnumpy(), np.arange(4) * int(total))
     np.testing.assert_array_equal(half.asnumpy(), np.arange(3) * total)
+    # one dtype, contiguous: packed and unpacked by the engine in one call each (within the threshold)
+    same = [nd.array(b * (r + 1)) for b in base]
+    w.allreduce_(same, average=True, prescale=2.0, postscale=0.5)
+    for a, b in zip(same, base):
+        np.testing.assert_allclose(a.asnumpy(), b * total / n, rtol=1e-6)
     avg = nd.array([float(r)])
     w.allreduce_([avg], average=True, prescale=2.0, postscale=3.0)
     np.testing.assert_allclose(avg.asnumpy(), [6.0 * sum(range(n)) / n], rtol=1e-6)
@@ -75,9 +80,13 @@ COLLECTIVES = """
 """
 
 
-@pytest.mark.parametrize("n", [2, 3])
-def test_collectives_on_ranks(tmp_path, n, monkeypatch):
-    monkeypatch.setenv("OXNET_FUSION_THRESHOLD", "16")  # several fused buffers and single ones
+@pytest.mark.parametrize("n,threshold", [(2, "16"), (3, "16"), (2, None)])
+def test_collectives_on_ranks(tmp_path, n, threshold, monkeypatch):
+    # 16 bytes: several fused buffers and single ones; the default: everything in one packed buffer
+    if threshold is None:
+        monkeypatch.delenv("OXNET_FUSION_THRESHOLD", raising=False)
+    else:
+        monkeypatch.setenv("OXNET_FUSION_THRESHOLD", threshold)
     _, out = run_ranks(n, COLLECTIVES, tmp_path)
     assert out.count("collectives ok") == n, out
 

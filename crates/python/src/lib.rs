@@ -30,6 +30,7 @@ mod io;
 mod library;
 mod numpy_interop;
 mod optim;
+mod pack;
 mod profiler;
 mod recordio;
 mod rtc;
@@ -46,6 +47,8 @@ fn _oxnet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(array::ndarray_from_state, m)?)?;
     m.add_class::<invoke::OpHandle>()?;
     m.add_function(wrap_pyfunction!(invoke::op_handle, m)?)?;
+    m.add_function(wrap_pyfunction!(pack::packed_size, m)?)?;
+    m.add_function(wrap_pyfunction!(pack::pack_host, m)?)?;
     m.add_function(wrap_pyfunction!(invoke::invoke, m)?)?;
     m.add_function(wrap_pyfunction!(invoke::list_ops, m)?)?;
     m.add_function(wrap_pyfunction!(features::runtime_features, m)?)?;

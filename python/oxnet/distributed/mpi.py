@@ -7,6 +7,9 @@ into one buffer per all-reduce, up to ``OXNET_FUSION_THRESHOLD`` bytes
 (64 MiB by default, as Horovod's; ``0`` sends each array by itself): one
 message of many gradients costs one latency instead of many.
 
+A list of contiguous host arrays of one dtype, together within the
+threshold, is packed and unpacked by the engine in one call each.
+
 On an unhandled exception a rank prints it with its rank and aborts the
 whole job (``MPI_Abort``), so the other ranks never wait for it for ever.
 """
@@ -18,6 +21,7 @@ import sys
 
 import numpy as np
 
+from .. import _oxnet
 from ..base import MXNetError
 from . import MPI_PACKAGES, Communicator, _check_root
 
@@ -148,6 +152,8 @@ class MPICommunicator(Communicator):
         if not arrays:
             return
         post = float(postscale) / self.size if average else float(postscale)
+        if self._allreduce_packed(arrays, float(prescale), post):
+            return
         work = [_Work(a) for a in arrays]
         for w in work:
             _scale(w.buf, float(prescale))
@@ -156,6 +162,30 @@ class MPICommunicator(Communicator):
         for w in work:
             _scale(w.buf, post)
             w.finish()
+
+    def _allreduce_packed(self, arrays, prescale, post):
+        """The common case in one pass through the engine: every array a
+        contiguous host array of the first one's dtype (one MPI sums), all
+        together within the fusion threshold. Packs them into the fusion
+        buffer, reduces, unpacks; False (nothing done) otherwise."""
+        try:
+            typestr = arrays[0].__array_interface__["typestr"]
+        except Exception:  # pylint: disable=broad-except  (a GPU array, a dtype numpy lacks)
+            return False
+        if typestr not in _NATIVE or len(arrays) < 2:
+            return False
+        nbytes = _oxnet.packed_size(arrays, typestr)
+        if nbytes is None or nbytes > fusion_threshold():
+            return False
+        dtype = np.dtype(typestr)
+        buf = self._fusion_buffer(dtype, nbytes // dtype.itemsize)
+        address = buf.__array_interface__["data"][0]
+        _oxnet.pack_host(arrays, typestr, address, nbytes, False)
+        _scale(buf, prescale)
+        self._comm.Allreduce(self._mpi.IN_PLACE, buf, op=self._mpi.SUM)
+        _scale(buf, post)
+        _oxnet.pack_host(arrays, typestr, address, nbytes, True)
+        return True
 
     def _buckets(self, work):
         """Groups of same-dtype buffers, each at most the fusion threshold
