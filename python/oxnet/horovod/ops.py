@@ -64,14 +64,14 @@ def _check_root(root_rank, size, what):
     return int(root_rank)
 
 
-def _resolve_op(op, average, what):
+def _resolve_op(op, average, what, stacklevel=3):
     """Horovod's reading of ``op`` and the deprecated ``average``."""
     if op is not None:
         if average is not None:
             raise ValueError("The op parameter supersedes average. Please provide only one of them.")
     elif average is not None:
         warnings.warn("Parameter `average` has been replaced with `op` and will be removed in v1.0",
-                      DeprecationWarning, stacklevel=3)
+                      DeprecationWarning, stacklevel=stacklevel)
         op = Average if average else Sum
     else:
         op = Average
@@ -121,25 +121,25 @@ def allreduce(tensor, average=None, name=None, priority=0, prescale_factor=1.0, 
     signature.
     """
     del name, priority
-    what = "hvd.allreduce"
-    comm = _comm()
-    _check_process_set(process_set, what)
-    _check_tensor(tensor, what)
-    op = _resolve_op(op, average, what)
-    output = tensor.copy()
-    _reduce_(comm, [output], op, prescale_factor, postscale_factor, what)
-    return output
+    _check_tensor(tensor, "hvd.allreduce")
+    return _allreduce_in_place(tensor.copy(), average, prescale_factor, postscale_factor, process_set, op,
+                               "hvd.allreduce")
 
 
 def allreduce_(tensor, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0,
                process_set=global_process_set, op=None):
     """:func:`allreduce` in place: ``tensor`` receives the result and is returned."""
     del name, priority
-    what = "hvd.allreduce_"
+    return _allreduce_in_place(tensor, average, prescale_factor, postscale_factor, process_set, op,
+                               "hvd.allreduce_")
+
+
+def _allreduce_in_place(tensor, average, prescale_factor, postscale_factor, process_set, op, what):
+    """What :func:`allreduce` and :func:`allreduce_` share: checks, then the reduction into ``tensor``."""
     comm = _comm()
     _check_process_set(process_set, what)
     _check_tensor(tensor, what)
-    op = _resolve_op(op, average, what)
+    op = _resolve_op(op, average, what, stacklevel=4)  # the warning names the user's call
     _reduce_(comm, [tensor], op, prescale_factor, postscale_factor, what)
     return tensor
 
