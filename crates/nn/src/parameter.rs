@@ -135,7 +135,12 @@ struct State {
     data: Option<NDArray>,
     grad: Option<NDArray>,
     pending: Option<Pending>,
+    /// Run once with the values when an initialisation gives them.
+    on_initialized: Vec<InitHook>,
 }
+
+/// What [`Parameter::on_initialized`] runs: it gets the new values.
+pub type InitHook = Arc<dyn Fn(&NDArray) -> Result<()> + Send + Sync>;
 
 struct Inner {
     name: String,
@@ -224,6 +229,7 @@ impl Parameter {
                     data: None,
                     grad: None,
                     pending: None,
+                    on_initialized: Vec::new(),
                 }),
             }),
         }
@@ -459,7 +465,33 @@ impl Parameter {
         }
         s.pending = None;
         s.data = Some(data);
-        attach_grad(&mut s)
+        attach_grad(&mut s)?;
+        self.run_init_hooks(s)
+    }
+
+    /// Runs the hooks waiting for an initialisation that just gave the
+    /// values, after releasing the lock `s`.
+    fn run_init_hooks(&self, mut s: std::sync::MutexGuard<'_, State>) -> Result<()> {
+        let hooks = std::mem::take(&mut s.on_initialized);
+        let values = s.data.clone();
+        drop(s);
+        if let Some(values) = values {
+            for hook in hooks {
+                hook(&values).map_err(|e| {
+                    Error::Invalid(format!("initializing Parameter `{}`: {e}", self.inner.name))
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `hook` once with the values the next initialisation gives
+    /// (deferred ones included), right after it, outside the parameter's
+    /// lock; an error from the hook is the initialisation's error. The
+    /// distributed [`Trainer`](crate::trainer::Trainer) broadcasts rank 0's
+    /// values this way.
+    pub fn on_initialized(&self, hook: InitHook) {
+        self.state().on_initialized.push(hook);
     }
 
     fn deferred_error(&self, shape: &[usize]) -> Error {
@@ -602,7 +634,8 @@ impl Parameter {
         let data = values.astype(s.dtype)?;
         s.pending = None;
         s.data = Some(data);
-        attach_grad(&mut s)
+        attach_grad(&mut s)?;
+        self.run_init_hooks(s)
     }
 
     /// Casts the data (and gradient) to `dtype`.

@@ -29,8 +29,9 @@
 //! assert!(trainer.step(2).unwrap_err().to_string().contains("`w`"), "stale gradient");
 //! ```
 
+use crate::distributed::{collectives, Communicator};
 use crate::optim::{self, Optimizer, SharedOptimizer, Updater};
-use crate::parameter::{GradReq, Parameter};
+use crate::parameter::{shape_string, GradReq, Parameter};
 use oxnet_core::{autograd, Error, Result};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -43,6 +44,10 @@ pub struct Trainer {
     updater: Updater,
     /// The optimizer's own `rescale_grad`, which `step` divides by the batch size.
     scale: f64,
+    /// The ranks the gradients are summed over (data-parallel training).
+    comm: Option<Arc<dyn Communicator>>,
+    /// Whether the ranks have agreed on the parameters a step updates.
+    step_checked: bool,
 }
 
 impl Trainer {
@@ -66,7 +71,14 @@ impl Trainer {
         optimizer.base_mut().set_idx2name(names);
         let scale = optimizer.base().rescale_grad;
         let shared: SharedOptimizer = Arc::new(Mutex::new(optimizer));
-        Ok(Trainer { params: list, updater: Updater::from_shared(shared.clone()), optimizer: shared, scale })
+        Ok(Trainer {
+            params: list,
+            updater: Updater::from_shared(shared.clone()),
+            optimizer: shared,
+            scale,
+            comm: None,
+            step_checked: false,
+        })
     }
 
     /// A trainer with the optimizer registered as `name` (`sgd`, `adam`,
@@ -78,6 +90,49 @@ impl Trainer {
         hyper: &[(K, V)],
     ) -> Result<Trainer> {
         Trainer::new(params, optim::create(name, hyper)?)
+    }
+
+    /// Trains data-parallel over `comm`'s ranks, as MXNet's `dist_sync`
+    /// store does: every rank runs the same model on its share of each
+    /// batch, and [`Trainer::step`] sums the gradients over all ranks before
+    /// updating, so that `step(global_batch_size)` gives every rank the
+    /// parameters one process reaches on the whole batch.
+    ///
+    /// The parameters take rank 0's values now (one fused broadcast), and
+    /// those not initialized yet when their initialisation runs (deferred
+    /// shapes: during the first forward pass), so every rank computes its
+    /// first gradients from the same weights. An error on every rank names
+    /// the first parameter whose name, shape, dtype or `grad_req` differs
+    /// between the ranks.
+    pub fn set_communicator(&mut self, comm: Arc<dyn Communicator>) -> Result<()> {
+        let description: Vec<String> = self
+            .params
+            .iter()
+            .map(|p| {
+                format!("`{}` {} {} {}", p.name(), shape_string(&p.shape()), p.dtype(), p.grad_req().as_str())
+            })
+            .collect();
+        collectives::agree(comm.as_ref(), "Trainer parameters", &description.join("; "))?;
+        let mut ready = Vec::new();
+        for p in &self.params {
+            if p.is_initialized() {
+                ready.push(p.data()?);
+            } else {
+                let comm = comm.clone();
+                p.on_initialized(Arc::new(move |values| {
+                    collectives::broadcast(comm.as_ref(), &[values.clone()], 0)
+                }));
+            }
+        }
+        collectives::broadcast(comm.as_ref(), &ready, 0)?;
+        self.comm = Some(comm);
+        self.step_checked = false;
+        Ok(())
+    }
+
+    /// The communicator given to [`Trainer::set_communicator`].
+    pub fn communicator(&self) -> Option<&Arc<dyn Communicator>> {
+        self.comm.as_ref()
     }
 
     /// The parameters, in update order.
@@ -157,6 +212,14 @@ impl Trainer {
             grads.push(p.grad()?);
             weights.push(data);
             indices.push(i);
+        }
+        if let Some(comm) = self.comm.as_ref().filter(|c| c.size() > 1) {
+            if ignore_stale || !self.step_checked {
+                let names: Vec<&str> = indices.iter().map(|&i| self.params[i].name()).collect();
+                collectives::agree(comm.as_ref(), "Trainer.step: the parameters updated", &names.join("; "))?;
+                self.step_checked = true;
+            }
+            collectives::allreduce_sum(comm.as_ref(), &grads)?;
         }
         {
             let mut opt = self.optimizer()?;

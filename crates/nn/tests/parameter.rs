@@ -3,6 +3,7 @@
 use oxnet_core::{autograd, invoke1, DType, NDArray};
 use oxnet_nn::init::{Constant, One, Zero};
 use oxnet_nn::parameter::{merge_shapes, shared_init, GradReq, Parameter};
+use std::sync::Arc;
 
 fn values(a: &NDArray) -> Vec<f64> {
     a.to_vec::<f64>().unwrap()
@@ -120,4 +121,26 @@ fn cast_changes_data_and_gradient_dtype() {
     assert_eq!(p.data().unwrap().dtype(), DType::F64);
     assert_eq!(p.grad().unwrap().dtype(), DType::F64);
     assert_eq!((p.lr_mult(), p.wd_mult()), (0.5, 0.0));
+}
+
+#[test]
+fn on_initialized_runs_once_with_the_values_of_a_deferred_initialisation() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let p = Parameter::new("late_weight", &[2, 0]).allow_deferred_init(true);
+    let seen = Arc::new(AtomicUsize::new(0));
+    let count = seen.clone();
+    p.on_initialized(Arc::new(move |values: &NDArray| {
+        assert_eq!(values.shape(), &[2, 3]);
+        values.fill(7.0)?; // the hook may change the values (a broadcast does)
+        count.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }));
+    p.initialize(&shared_init(Constant::new(1.0))).unwrap();
+    assert_eq!(seen.load(Ordering::SeqCst), 0, "the shape is not known yet");
+    p.set_shape(&[2, 3]).unwrap();
+    assert_eq!(p.data().unwrap().to_vec::<f32>().unwrap(), vec![7.0; 6]);
+    assert_eq!(seen.load(Ordering::SeqCst), 1);
+    p.reinitialize(&shared_init(Constant::new(1.0))).unwrap();
+    assert_eq!(seen.load(Ordering::SeqCst), 1, "run once");
+    assert_eq!(p.data().unwrap().to_vec::<f32>().unwrap(), vec![1.0; 6]);
 }
