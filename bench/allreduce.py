@@ -1,7 +1,10 @@
 """All-reduce cost of oxnet's communication layer against mpi4py itself,
 run on the ranks of one job (bench/allreduce.sh starts 2 over shared memory).
 
-Three cases, each the median of repeated timings, ranks synchronized first:
+Four cases, each the median of repeated timings, ranks synchronized first:
+  sweep: one float32 array of 4 B ... 64 MiB: oxnet against mpi4py on a
+         numpy array of the same size and a memcpy of it (np.copyto), with
+         the bus bandwidth 2 (n - 1) / n * bytes / time (NCCL's measure);
   small: 100 gradients of 1,000 float32 (a small network's parameters),
          oxnet fused (one buffer), oxnet unfused (OXNET_FUSION_THRESHOLD=0
          behaviour), and mpi4py on one pre-packed numpy buffer (the floor);
@@ -36,6 +39,19 @@ def main():
         raise SystemExit("run under a launcher with 2 or more ranks (bench/allreduce.sh)")
     comm, MPI = world._comm, world._mpi  # pylint: disable=protected-access
     rows = []
+    sweep = []
+    for exponent in range(0, 25, 2):  # 1, 4, ..., 4 ** 12 floats: 4 B, 16 B, ..., 64 MiB
+        count = 2 ** exponent
+        nbytes = 4 * count
+        repeat = 300 if nbytes <= 65536 else 60 if nbytes <= 4 * 2 ** 20 else 10
+        ours_array = nd.ones((count,))
+        theirs_array = np.ones(count, dtype=np.float32)
+        source = np.ones(count, dtype=np.float32)
+        theirs = timed(world, lambda: comm.Allreduce(MPI.IN_PLACE, theirs_array, op=MPI.SUM), repeat)
+        ours = timed(world, lambda: world.allreduce_([ours_array]), repeat)
+        copy = timed(world, lambda: np.copyto(theirs_array, source), repeat)
+        bus = 2 * (world.size - 1) / world.size * nbytes
+        sweep.append((nbytes, ours, theirs, copy, bus / (ours * 1e-6) / 1e9, bus / (theirs * 1e-6) / 1e9))
 
     grads = [nd.ones((1000,)) for _ in range(100)]
     packed = np.ones(100 * 1000, dtype=np.float32)
@@ -76,6 +92,12 @@ def main():
 
     if world.rank == 0:
         print(f"{world.size} ranks, fusion threshold {ox_mpi.fusion_threshold()} bytes")
+        print(f"{'bytes':>10s} {'oxnet us':>10s} {'mpi4py us':>10s} {'memcpy us':>10s} "
+              f"{'oxnet GB/s':>11s} {'mpi4py GB/s':>12s} {'mpi4py/oxnet':>13s}")
+        for nbytes, ours, theirs, copy, ours_bw, theirs_bw in sweep:
+            print(f"{nbytes:10d} {ours:10.1f} {theirs:10.1f} {copy:10.1f} {ours_bw:11.3f} {theirs_bw:12.3f} "
+                  f"{theirs / ours:13.2f}")
+        print()
         print(f"{'case':58s} {'us':>10s} {'ratio':>7s}")
         for name, us, ratio in rows:
             print(f"{name:58s} {us:10.1f} {ratio:7.2f}")

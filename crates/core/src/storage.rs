@@ -73,6 +73,7 @@ impl Storage {
         };
         let ptr = NonNull::new(raw)
             .ok_or_else(|| Error::Invalid(format!("out of memory allocating {bytes} bytes")))?;
+        advise_huge_pages(raw, bytes);
         crate::profiler::allocated(device, bytes);
         Ok(Storage { ptr, bytes, device, owner: Owner::Aligned(layout) })
     }
@@ -160,4 +161,31 @@ impl std::fmt::Debug for Storage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Storage({} bytes on {})", self.bytes, self.device)
     }
+}
+
+/// Host blocks of this many bytes or more are offered transparent huge
+/// pages (numpy's threshold too).
+pub const HUGE_PAGE_BYTES: usize = 4 << 20;
+
+/// Asks Linux to back a large host block with transparent huge pages (where
+/// the system's setting is `madvise`, the common default, nothing does
+/// otherwise). Fewer pages make the kernel's page walks cheaper: MPI's
+/// single-copy transfer between processes walks every page of a message
+/// (`bench/allreduce.sh`: 4 MiB summed over 2 ranks, see docs/distributed.md),
+/// and so do page faults and TLB misses of large kernels. Advice only: a
+/// refusal changes nothing.
+fn advise_huge_pages(ptr: *mut u8, bytes: usize) {
+    #[cfg(target_os = "linux")]
+    if bytes >= HUGE_PAGE_BYTES {
+        const PAGE: usize = 4096;
+        let start = (ptr as usize).next_multiple_of(PAGE);
+        let end = (ptr as usize + bytes) / PAGE * PAGE;
+        if end > start {
+            // SAFETY: the range lies inside the block just allocated;
+            // MADV_HUGEPAGE changes no contents.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (ptr, bytes);
 }

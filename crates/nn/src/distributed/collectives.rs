@@ -91,10 +91,7 @@ pub fn allreduce(comm: &dyn Communicator, arrays: &[NDArray], how: Reduction) ->
         for a in group {
             let bytes = a.size() * elem.size();
             if is_direct(a, elem.dtype()) && bytes > threshold {
-                let mut buffer = typed_slice(a, elem)?;
-                buffer.scale(how.prescale);
-                comm.allreduce_sum(buffer)?;
-                typed_slice(a, elem)?.scale(after);
+                reduce_direct(comm, a, elem, how.prescale, after)?;
                 continue;
             }
             if !pack.is_empty() && pack_bytes + bytes > threshold {
@@ -109,6 +106,21 @@ pub fn allreduce(comm: &dyn Communicator, arrays: &[NDArray], how: Reduction) ->
             reduce_packed(comm, &pack, elem, how.prescale, after)?;
         }
     }
+    Ok(())
+}
+
+/// Sums one contiguous host array of element type `elem` in its own memory.
+fn reduce_direct(
+    comm: &dyn Communicator,
+    a: &NDArray,
+    elem: ElemType,
+    before: f64,
+    after: f64,
+) -> Result<()> {
+    let mut buffer = typed_slice(a, elem)?;
+    buffer.scale(before);
+    comm.allreduce_sum(buffer)?;
+    typed_slice(a, elem)?.scale(after);
     Ok(())
 }
 
@@ -130,9 +142,10 @@ fn typed_slice(a: &NDArray, elem: ElemType) -> Result<Buffer<'_>> {
 }
 
 thread_local! {
-    /// The fusion buffer, kept between calls (in 8-byte words, so that it
-    /// is aligned for every element type).
-    static FUSION: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+    /// The fusion buffer, kept between calls (MPI moves memory it has seen
+    /// before faster): an array's storage, aligned for every element type
+    /// and allocated as oxnet-core allocates arrays.
+    static FUSION: RefCell<Option<NDArray>> = const { RefCell::new(None) };
 }
 
 /// Copies `arrays` (of element type `elem` once converted) into the fusion
@@ -144,14 +157,21 @@ fn reduce_packed(
     before: f64,
     after: f64,
 ) -> Result<()> {
+    if let [only] = arrays {
+        if is_direct(only, elem.dtype()) {
+            // a message of its own: no copies
+            return reduce_direct(comm, only, elem, before, after);
+        }
+    }
     let total: usize = arrays.iter().map(|a| a.size()).sum();
     FUSION.with(|cell| {
-        let mut words = cell.borrow_mut();
-        let need = (total * elem.size()).div_ceil(8);
-        if words.len() < need {
-            words.resize(need, 0);
+        let mut fusion = cell.borrow_mut();
+        let need = total * elem.size();
+        if fusion.as_ref().is_none_or(|f| f.size() < need) {
+            *fusion = Some(NDArray::empty(&[need], DType::U8, Device::Cpu)?);
         }
-        let bytes: &mut [u8] = &mut bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..total * elem.size()];
+        let storage = fusion.as_ref().expect("made above");
+        let bytes: &mut [u8] = &mut storage.as_mut_slice::<u8>()?[..need];
         let mut at = 0;
         for a in arrays {
             let n = a.size() * elem.size();
@@ -228,6 +248,13 @@ pub fn broadcast(comm: &dyn Communicator, arrays: &[NDArray], root: usize) -> Re
     let mut pack: Vec<&NDArray> = Vec::new();
     let mut pack_bytes = 0;
     let flush = |pack: &mut Vec<&NDArray>| -> Result<()> {
+        if let [only] = pack.as_slice() {
+            if is_direct(only, only.dtype()) {
+                broadcast_direct(comm, only, root)?;
+                pack.clear();
+                return Ok(());
+            }
+        }
         let mut bytes = Vec::with_capacity(pack.iter().map(|a| a.size() * a.dtype().size()).sum());
         for a in pack.iter() {
             let start = bytes.len();
@@ -247,9 +274,7 @@ pub fn broadcast(comm: &dyn Communicator, arrays: &[NDArray], root: usize) -> Re
     for a in arrays {
         let bytes = a.size() * a.dtype().size();
         if is_direct(a, a.dtype()) && bytes > threshold {
-            // SAFETY: contiguous writable host memory of `bytes` bytes.
-            let own = unsafe { std::slice::from_raw_parts_mut(a.raw_ptr(), bytes) };
-            comm.broadcast_bytes(own, root)?;
+            broadcast_direct(comm, a, root)?;
             continue;
         }
         if !pack.is_empty() && pack_bytes + bytes > threshold {
@@ -263,6 +288,15 @@ pub fn broadcast(comm: &dyn Communicator, arrays: &[NDArray], root: usize) -> Re
         flush(&mut pack)?;
     }
     Ok(())
+}
+
+/// Broadcasts one contiguous host array in its own memory.
+fn broadcast_direct(comm: &dyn Communicator, a: &NDArray, root: usize) -> Result<()> {
+    let bytes = a.size() * a.dtype().size();
+    // SAFETY: contiguous host memory of `bytes` bytes, checked writable by
+    // the caller; no other slice of it is alive.
+    let own = unsafe { std::slice::from_raw_parts_mut(a.raw_ptr(), bytes) };
+    comm.broadcast_bytes(own, root)
 }
 
 /// Every rank's `array` joined along the first axis, in rank order (the
