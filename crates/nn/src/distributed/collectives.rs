@@ -1,13 +1,13 @@
 //! Collectives on [`NDArray`]s: sum (or average) in place, broadcast,
 //! all-gather, and a cheap check that every rank describes the same call.
 //!
-//! Arrays of any dtype, layout or device take part. A contiguous, writable
-//! host array whose dtype MPI sums goes to the [`Communicator`] as its own
-//! memory when it is larger than the fusion threshold; smaller ones of one
-//! element type are packed into one buffer per threshold's worth and sent
-//! as one message (a message costs microseconds whatever its size), and the
-//! others (strided, GPU, float16/bfloat16 summed in float32) travel through
-//! host copies. `OXNET_FUSION_THRESHOLD` sets the threshold in bytes (64
+//! Arrays of any dtype, layout or device take part. A contiguous host array
+//! whose dtype MPI sums goes to the [`Communicator`] as its own memory when
+//! it is larger than the fusion threshold or travels alone; smaller ones of
+//! one element type are packed into one buffer per threshold's worth and
+//! sent as one message (a message costs microseconds whatever its size),
+//! and the others (strided, GPU, float16/bfloat16 summed in float32) travel
+//! through host copies. `OXNET_FUSION_THRESHOLD` sets the threshold in bytes (64
 //! MiB by default; 0 sends each array alone).
 
 use super::{Buffer, Communicator, ElemType};
