@@ -130,6 +130,7 @@ class MPICommunicator(Communicator):
         local.Free()
         self.thread_multiple = mpi.Query_thread() >= mpi.THREAD_MULTIPLE
         self._fusion = {}  # dtype -> the reused fusion buffer
+        self._last_agreed = None  # (value, digest) of the last agree: a training loop repeats it
         self._install_abort_on_error()
 
     def _install_abort_on_error(self):
@@ -258,13 +259,27 @@ class MPICommunicator(Communicator):
         return nd.array(result, ctx=array.context, dtype=dtype)
 
     def agree(self, what, value):
-        digest = hashlib.blake2b(pickle.dumps(value, protocol=4), digest_size=16).digest()
+        digest = self._digest(value)
         mine = np.frombuffer(digest, dtype=np.int64) >> 1  # halved: negating cannot overflow
         signs = np.concatenate([mine, -mine])
         self._comm.Allreduce(self._mpi.IN_PLACE, signs, op=self._mpi.MAX)
         if (signs[:2] != mine).any() or (-signs[2:] != mine).any():
             self.check_same(what, value)  # every rank saw the mismatch: name it
             raise MXNetError(f"{what} differs between ranks")  # equal values, unequal pickles
+
+    def _digest(self, value):
+        """A 16-byte hash of ``value``; the last one is kept, since a
+        training loop checks the same description every step (comparing
+        it costs less than pickling and hashing it again)."""
+        last = self._last_agreed
+        try:
+            if last is not None and type(last[0]) is type(value) and last[0] == value:
+                return last[1]
+        except Exception:  # pylint: disable=broad-except  (a value whose == is not a plain bool)
+            pass
+        digest = hashlib.blake2b(pickle.dumps(value, protocol=4), digest_size=16).digest()
+        self._last_agreed = (value, digest)
+        return digest
 
     # ------------------------------------------------------------------
     # objects and control

@@ -22,6 +22,7 @@ whole batch.
 
 from ..base import MXNetError
 from .. import distributed
+from .. import optimizer as opt
 from .kvstore import KVStore
 
 __all__ = ["DistKVStore", "DIST_TYPES"]
@@ -72,6 +73,12 @@ class DistKVStore(KVStore):
         self._check_keys("push", keys)
         merged = [self._merge(k, groups[k], self._store[k]) for k in keys]
         self._comm.allreduce_(merged)
+        if isinstance(self._updater, opt.Updater):
+            # one call for every key: built-in optimizers update them all in
+            # one pass through the engine (per key, the Python round trips
+            # cost more than the all-reduce of a small network's gradients)
+            self._updater([self._updater_key(k) for k in keys], merged, [self._store[k] for k in keys])
+            return
         for key, total in zip(keys, merged):
             stored = self._store[key]
             if self._updater is None:
