@@ -33,6 +33,10 @@ def _check_key(op, key):
     raise TypeError(f"{op}: a key must be an int or a str, got {type(key).__name__} {key!r}")
 
 
+#: key types taken as they are, without :func:`_check_key`
+_PLAIN_KEY_TYPES = (int, str)
+
+
 def _group(pairs):
     """``{key: [arrays]}`` in the order the keys first appear."""
     groups = OrderedDict()
@@ -80,7 +84,11 @@ class KVStore(KVStoreBase):
                 raise MXNetError(f"{op}: {len(key)} keys but {len(value)} entries in {arg}; give one per key")
             pairs = []
             for k, v in zip(key, value):
-                pairs += self._pairs(op, k, v, arg)
+                # the common entries inline (a Trainer passes every parameter each step)
+                if type(k) in _PLAIN_KEY_TYPES and type(v) is list and all(type(a) is NDArray for a in v):
+                    pairs += [(k, a) for a in v]
+                else:
+                    pairs += self._pairs(op, k, v, arg)
             kinds = {type(k) for k, _ in pairs}
             if len(kinds) > 1:
                 raise MXNetError(f"{op}: inconsistent types of keys detected: {list(key)!r} mixes int and str keys")
