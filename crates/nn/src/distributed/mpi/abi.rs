@@ -13,7 +13,7 @@
 //! headers nor libclang (the `mpi` crate's bindings need both), and one
 //! binary runs with whichever MPI launched it.
 
-use super::ElemType;
+use crate::distributed::ElemType;
 use libloading::os::unix::{Library, Symbol, RTLD_GLOBAL, RTLD_NOW};
 use oxnet_core::{Error, Result};
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -117,14 +117,14 @@ pub(crate) fn load(path: &str) -> Result<Box<dyn Transport>> {
     // benign, and the path is the one the user or the launcher named.
     let library = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_GLOBAL) }
         .map_err(|e| Error::Invalid(format!("cannot load the MPI library `{path}`: {e}")))?;
+    let version = library_version(&library, path)?;
     // SAFETY: only the symbol's presence is tested.
     let open_mpi = unsafe { library.get::<*mut c_void>(b"ompi_mpi_comm_world\0") }.is_ok();
     if open_mpi {
         // SAFETY: Open MPI's interface: handles are its objects' addresses.
         let consts = unsafe { open_mpi_consts(&library, path)? };
-        Ok(Box::new(Api::<Pointer>::start(library, consts, path)?))
+        Ok(Box::new(Api::<Pointer>::start(library, consts, path, version)?))
     } else {
-        let version = library_version(&library, path)?;
         if !MPICH_FAMILY.iter().any(|name| version.contains(name)) {
             return Err(Error::Invalid(format!(
                 "the MPI library `{path}` is neither Open MPI nor of MPICH's family (it says: {}); \
@@ -132,7 +132,7 @@ pub(crate) fn load(path: &str) -> Result<Box<dyn Transport>> {
                 version.lines().next().unwrap_or("")
             )));
         }
-        Ok(Box::new(Api::<c_int>::start(library, mpich_consts(), path)?))
+        Ok(Box::new(Api::<c_int>::start(library, mpich_consts(), path, version)?))
     }
 }
 
@@ -208,8 +208,7 @@ fn function<F: Copy>(library: &Library, path: &str, name: &str) -> Result<F> {
 }
 
 impl<H: Copy + Send + Sync> Api<H> {
-    fn start(library: Library, consts: Consts<H>, path: &str) -> Result<Api<H>> {
-        let version = library_version(&library, path)?;
+    fn start(library: Library, consts: Consts<H>, path: &str, version: String) -> Result<Api<H>> {
         let initialized: FnIntPtr = function(&library, path, "MPI_Initialized")?;
         let query_thread: FnIntPtr = function(&library, path, "MPI_Query_thread")?;
         let mut api = Api {
@@ -295,6 +294,18 @@ impl<H: Copy + Send + Sync> Api<H> {
         Err(Error::Invalid(format!("{what} failed on rank {} (MPI error {rc}: {message})", self.world.0)))
     }
 
+    /// Runs `call(start, n)` over `total` elements in pieces of at most
+    /// [`MAX_COUNT`] (MPI counts are C ints), checking each result as `what`.
+    fn in_pieces(&self, what: &str, total: usize, mut call: impl FnMut(usize, c_int) -> c_int) -> Result<()> {
+        let mut done = 0;
+        while done < total {
+            let n = (total - done).min(MAX_COUNT);
+            self.check(what, call(done, n as c_int))?;
+            done += n;
+        }
+        Ok(())
+    }
+
     fn all_counts(&self, mine: usize) -> Result<Vec<usize>> {
         let mine = c_int::try_from(mine).map_err(|_| {
             Error::Invalid(format!("allgather: {mine} bytes from one rank is more than MPI counts"))
@@ -335,45 +346,36 @@ impl<H: Copy + Send + Sync> Transport for Api<H> {
     }
 
     unsafe fn allreduce_sum(&self, data: *mut u8, count: usize, elem: ElemType) -> Result<()> {
-        let mut done = 0;
-        while done < count {
-            let n = (count - done).min(MAX_COUNT);
+        self.in_pieces("MPI_Allreduce", count, |start, n| {
             // SAFETY: the caller's buffer holds `count` elements; this piece
             // lies inside it.
-            let rc = unsafe {
+            unsafe {
                 (self.allreduce)(
                     self.consts.in_place as *const c_void,
-                    data.add(done * elem.size()).cast(),
-                    n as c_int,
+                    data.add(start * elem.size()).cast(),
+                    n,
                     self.consts.types[elem as usize],
                     self.consts.op_sum,
                     self.consts.comm_world,
                 )
-            };
-            self.check("MPI_Allreduce", rc)?;
-            done += n;
-        }
-        Ok(())
+            }
+        })
     }
 
     unsafe fn broadcast(&self, data: *mut u8, bytes: usize, root: usize) -> Result<()> {
-        let mut done = 0;
-        while done < bytes {
-            let n = (bytes - done).min(MAX_COUNT);
-            // SAFETY: the caller's buffer holds `bytes` bytes.
-            let rc = unsafe {
+        self.in_pieces("MPI_Bcast", bytes, |start, n| {
+            // SAFETY: the caller's buffer holds `bytes` bytes; this piece
+            // lies inside it.
+            unsafe {
                 (self.bcast)(
-                    data.add(done).cast(),
-                    n as c_int,
+                    data.add(start).cast(),
+                    n,
                     self.consts.byte,
                     root as c_int,
                     self.consts.comm_world,
                 )
-            };
-            self.check("MPI_Bcast", rc)?;
-            done += n;
-        }
-        Ok(())
+            }
+        })
     }
 
     fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {

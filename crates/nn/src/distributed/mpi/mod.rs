@@ -16,7 +16,7 @@
 mod abi;
 
 use super::single::check_root;
-use super::{Buffer, Communicator, ElemType};
+use super::{Buffer, Communicator};
 use abi::Transport;
 use oxnet_core::{Error, Result};
 use std::path::Path;
@@ -114,7 +114,7 @@ impl Communicator for MpiCommunicator {
     }
 
     fn allreduce_sum(&self, mut buffer: Buffer<'_>) -> Result<()> {
-        let (ptr, len, elem): (*mut u8, usize, ElemType) = buffer.raw_parts();
+        let (ptr, len, elem) = buffer.raw_parts();
         if len == 0 {
             return Ok(());
         }
