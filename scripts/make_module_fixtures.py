@@ -16,6 +16,13 @@ Into tests/fixtures/module/:
                                        momentum and weight decay, no shuffle),
                                        the validation accuracy per epoch, and the
                                        final parameters (``final:<name>``)
+    multi-context.npz                  data-parallel ``Module.fit`` of an MLP with
+                                       BatchNorm on ``[cpu(0), cpu(1)]``, equal and
+                                       uneven (``work_load_list=[1, 3]``) splits and
+                                       one context: per setting ``<s>:arg:<name>``,
+                                       ``<s>:aux:<name>`` (averaged over contexts),
+                                       the MSE after each batch (``<s>:metric``,
+                                       updated once per context), ``<s>:pred``
 
 Usage (from the repository root; needs mxnet==1.9.1 and numpy<1.24):
 
@@ -50,6 +57,7 @@ def main():
     pred = loaded.predict(mx.io.NDArrayIter(x, batch_size=5)).asnumpy()
     np.savez(out / "mlp-expected.npz", data=x, out=pred)
     training_curve(out)
+    multi_context(out)
 
 
 def curve_symbol():
@@ -82,6 +90,37 @@ def training_curve(out):
     final, _ = mod.get_params()
     np.savez(out / "mlp-curve.npz", x=x, y=y, curve=np.array(curve), val_acc=np.array(val_acc),
              **{f"init:{k}": v for k, v in init.items()}, **{f"final:{k}": v.asnumpy() for k, v in final.items()})
+
+
+def multi_context(out):
+    rng = np.random.RandomState(3)
+    x = rng.uniform(-1, 1, (24, 5)).astype("float32")
+    y = rng.uniform(-1, 1, (24, 2)).astype("float32")
+    fc1 = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=6, name="fc1")
+    act = mx.sym.Activation(mx.sym.BatchNorm(fc1, name="bn", fix_gamma=False), act_type="tanh")
+    net = mx.sym.LinearRegressionOutput(mx.sym.FullyConnected(act, num_hidden=2, name="fc2"), mx.sym.var("label"),
+                                        name="lro")
+    init = {"fc1_weight": rng.uniform(-0.5, 0.5, (6, 5)), "fc1_bias": rng.uniform(-0.1, 0.1, (6,)),
+            "bn_gamma": np.ones(6), "bn_beta": np.zeros(6),
+            "fc2_weight": rng.uniform(-0.5, 0.5, (2, 6)), "fc2_bias": np.zeros(2)}
+    init = {k: v.astype("float32") for k, v in init.items()}
+    saved = {"x": x, "y": y, **{f"init:{k}": v for k, v in init.items()}}
+    for name, ctxs, load in [("one", [mx.cpu(0)], None), ("two", [mx.cpu(0), mx.cpu(1)], None),
+                             ("uneven", [mx.cpu(0), mx.cpu(1)], [1, 3])]:
+        it = mx.io.NDArrayIter(x, y, batch_size=8, label_name="label")
+        mod = mx.mod.Module(net, data_names=("data",), label_names=("label",), context=ctxs, work_load_list=load)
+        metric = []
+        mod.fit(it, num_epoch=3, optimizer="sgd", optimizer_params={"learning_rate": 0.2, "momentum": 0.9},
+                arg_params={k: mx.nd.array(v) for k, v in init.items()},
+                aux_params={"bn_moving_mean": mx.nd.zeros(6), "bn_moving_var": mx.nd.ones(6)},
+                eval_metric=mx.metric.MSE(), batch_end_callback=lambda p: metric.append(p.eval_metric.get()[1]))
+        arg, aux = mod.get_params()
+        it.reset()
+        saved[f"{name}:metric"] = np.array(metric)
+        saved[f"{name}:pred"] = mod.predict(it).asnumpy()
+        saved.update({f"{name}:arg:{k}": v.asnumpy() for k, v in arg.items()})
+        saved.update({f"{name}:aux:{k}": v.asnumpy() for k, v in aux.items()})
+    np.savez(out / "multi-context.npz", **saved)
 
 
 if __name__ == "__main__":

@@ -313,7 +313,7 @@ def test_module_fused_vs_stack_gradients():
     np.testing.assert_allclose(res[0][1], res[1][1], rtol=RTOL, atol=ATOL)
     assert np.abs(res[0][1]).max() > 0
     # the fused module's parameters got no gradient array (grad_req null from the dict)
-    assert mods[0]._exec_group.exec.grad_dict.get("parameters") is None
+    assert mods[0]._exec_group.execs[0].grad_dict.get("parameters") is None
 
 
 def test_module_input_grads_none_for_null_req():

@@ -225,8 +225,8 @@ def test_shared_module_uses_the_same_parameter_memory():
     mod.init_params(mx.init.Uniform(0.5))
     other = mx.mod.Module(_mlp(), label_names=None)
     other.bind([("data", (2, 4))], shared_module=mod)
-    mod._exec_group.exec.arg_dict["fc1_weight"][:] = 0.25
-    assert (other._exec_group.exec.arg_dict["fc1_weight"].asnumpy() == 0.25).all()
+    mod._exec_group.execs[0].arg_dict["fc1_weight"][:] = 0.25
+    assert (other._exec_group.execs[0].arg_dict["fc1_weight"].asnumpy() == 0.25).all()
 
 
 def test_module_errors_name_the_problem():
@@ -237,8 +237,10 @@ def test_module_errors_name_the_problem():
         mod = mx.mod.Module(sym)  # no softmax_label in this symbol
     with pytest.raises(mx.MXNetError, match="needs bind"):
         mod.forward(mx.io.DataBatch([mx.nd.ones((1, 4))]))
-    with pytest.raises(mx.MXNetError, match="one context"):
-        mx.mod.Module(sym, context=[mx.cpu(0), mx.cpu(1)])
+    with pytest.raises(mx.MXNetError, match="empty list"):
+        mx.mod.Module(sym, context=[])
+    with pytest.raises(ValueError, match="work_load_list has 1 entries for 2 contexts"):
+        mx.mod.Module(sym, context=[mx.cpu(0), mx.cpu(1)], work_load_list=[1])
     with pytest.raises(ValueError, match="num_epoch"):
         mx.mod.Module(sym, label_names=None).fit(mx.io.NDArrayIter(np.zeros((2, 4))))
     with pytest.raises(ValueError, match="don't match names"):

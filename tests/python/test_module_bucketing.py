@@ -64,8 +64,8 @@ def test_bucketing_fit_reproduces_mxnet():
     assert sorted(mod._buckets) == [2, 4]
     # the short bucket uses the default bucket's parameter memory
     short, full = mod._buckets[2], mod._buckets[4]
-    full._exec_group.exec.arg_dict["fc_weight"][:] = 0.5
-    assert (short._exec_group.exec.arg_dict["fc_weight"].asnumpy() == 0.5).all()
+    full._exec_group.execs[0].arg_dict["fc_weight"][:] = 0.5
+    assert (short._exec_group.execs[0].arg_dict["fc_weight"].asnumpy() == 0.5).all()
     assert short._optimizer is full._optimizer
 
 

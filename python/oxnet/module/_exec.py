@@ -1,8 +1,8 @@
 """``BoundGraph``: a module's symbol bound on one device, with the batch
-loading, reshaping and parameter copying a module needs (MXNet's
-``DataParallelExecutorGroup`` restricted to one context)."""
+loading, reshaping and parameter copying a module needs. A
+``DataParallelExecutorGroup`` (executor_group.py) holds one per context."""
 
-from collections import OrderedDict
+import numpy as np
 
 from .. import ndarray as nd
 from ..base import MXNetError
@@ -57,9 +57,14 @@ class BoundGraph:
     """
 
     def __init__(self, symbol, context, data_shapes, label_shapes, param_names, for_training, inputs_need_grad,
-                 grad_req, fixed_param_names=(), state_names=(), shared=None):
+                 grad_req, fixed_param_names=(), state_names=(), shared=None, group2ctx=None, input_pool=None):
         self.symbol = symbol
         self.context = context
+        self.group2ctx = dict(group2ctx) if group2ctx else {}
+        # Input (data and label) arrays by name, shared with the groups bound
+        # sharing this one (MXNet's ``shared_data_arrays``): a later bind takes
+        # a view of a pooled array that is large enough instead of allocating.
+        self.input_pool = input_pool if input_pool is not None else {}
         self.arg_names = symbol.list_arguments()
         self.aux_names = symbol.list_auxiliary_states()
         self.output_names = symbol.list_outputs()
@@ -71,13 +76,7 @@ class BoundGraph:
         self.grad_req = _grad_reqs(self.arg_names, self.param_names, data_names, list(fixed_param_names),
                                    for_training, inputs_need_grad, grad_req)
         self._set_shapes(data_shapes, label_shapes)
-        if shared is not None:
-            self.exec = self._bind_sharing(shared.exec, self._input_shapes())
-        else:
-            types = {d.name: d.dtype for d in self.data_shapes + (self.label_shapes or [])
-                     if d.name in self.arg_names}
-            self.exec = symbol.simple_bind(context, grad_req=self.grad_req, type_dict=types,
-                                           **self._input_shapes())
+        self.exec = self._bind_sharing(shared.exec if shared is not None else None, self._input_shapes())
         self._default_exec = self.exec
         self._default_shapes = self._input_shapes()
 
@@ -101,35 +100,80 @@ class BoundGraph:
     def _input_shapes(self):
         return {d.name: tuple(d.shape) for d in self.data_shapes + (self.label_shapes or [])}
 
+    def _context_of(self, name):
+        """Where argument ``name`` lives: its ``ctx_group``'s context when
+        ``group2ctx`` maps it (MXNet's model-parallel placement), else the
+        graph's."""
+        group = self._ctx_groups.get(name)
+        where = self.group2ctx.get(group, self.context) if group is not None else self.context
+        if where != self.context and "gpu" in (where.device_type, self.context.device_type):
+            raise MXNetError(f"bind: group2ctxs puts {name!r} (ctx_group {group!r}) on {where} and the module on "
+                             f"{self.context}; oxnet's model-parallel placement is for host contexts only "
+                             "(a graph cannot span devices yet)")
+        return where
+
+    @property
+    def _ctx_groups(self):
+        groups = getattr(self, "_ctx_groups_cache", None)
+        if groups is None:
+            attrs = self.symbol.attr_dict()
+            groups = {k: v["__ctx_group__"] for k, v in attrs.items() if "__ctx_group__" in v}
+            self._ctx_groups_cache = groups
+        return groups
+
+    def _pooled_input(self, name, shape, dtype, ctx):
+        """An input array of ``shape``: a view of the pooled array of that
+        name when it is large enough (same dtype and context), else a new
+        array that replaces it in the pool."""
+        size = 1
+        for n in shape:
+            size *= n
+        have = self.input_pool.get(name)
+        if have is not None and have.dtype == dtype and have.context == ctx and have.size >= size:
+            if tuple(have.shape) == tuple(shape):
+                return have
+            return have.reshape((-1,))[:size].reshape(shape)
+        arr = nd.zeros(shape, ctx=ctx, dtype=dtype)
+        self.input_pool[name] = arr
+        return arr
+
     def _bind_sharing(self, base, shapes):
-        """A new executor for ``shapes`` whose parameters, gradients and aux
-        states are ``base``'s arrays (inputs get new arrays)."""
+        """An executor for the input ``shapes``. With ``base`` (another
+        executor of a compatible symbol), parameters, gradients and aux states
+        that ``base`` has are its arrays (same memory); inputs come from the
+        input pool; everything else is new and zeroed."""
         arg_shapes, _, aux_shapes = self.symbol.infer_shape(**shapes)
         types = {d.name: d.dtype for d in self.data_shapes + (self.label_shapes or [])}
-        arg_types, _, _ = self.symbol.infer_type(**types)
-        base_args, base_grads, base_aux = base.arg_dict, base.grad_dict, base.aux_dict
+        arg_types, _, aux_types = self.symbol.infer_type(**types)
+        base_args = base.arg_dict if base is not None else {}
+        base_grads = base.grad_dict if base is not None else {}
+        base_aux = base.aux_dict if base is not None else {}
         args, grads = {}, {}
         for name, shape, dtype in zip(self.arg_names, arg_shapes, arg_types):
+            dtype = dtype if dtype is not None else "float32"
+            ctx = self._context_of(name)
             old = base_args.get(name)
-            if old is not None and name not in shapes and tuple(old.shape) == tuple(shape):
+            if name in shapes:
+                args[name] = self._pooled_input(name, tuple(shape), np.dtype(dtype), ctx)
+            elif old is not None and tuple(old.shape) == tuple(shape):
                 args[name] = old
-                if self.grad_req[name] != "null":
-                    grads[name] = base_grads.get(name)
-                    if grads[name] is None:
-                        grads[name] = nd.zeros(shape, ctx=self.context, dtype=dtype)
+                if self.grad_req[name] != "null" and base_grads.get(name) is not None:
+                    grads[name] = base_grads[name]
+            elif old is not None:
+                raise MXNetError(f"bind: argument {name!r} would change shape from {old.shape} to {shape}")
             else:
-                if name not in shapes:
-                    raise MXNetError(f"bind: argument {name!r} would change shape from "
-                                     f"{None if old is None else old.shape} to {shape}")
-                args[name] = nd.zeros(shape, ctx=self.context, dtype=dtype)
-                if self.grad_req[name] != "null":
-                    grads[name] = nd.zeros(shape, ctx=self.context, dtype=dtype)
+                args[name] = nd.zeros(shape, ctx=ctx, dtype=dtype)
+            if self.grad_req[name] != "null" and name not in grads:
+                grads[name] = nd.zeros(shape, ctx=ctx, dtype=dtype)
         aux = {}
-        for name, shape in zip(self.aux_names, aux_shapes):
+        for name, shape, dtype in zip(self.aux_names, aux_shapes, aux_types):
             old = base_aux.get(name)
-            if old is None or tuple(old.shape) != tuple(shape):
+            if old is None:
+                aux[name] = nd.zeros(shape, ctx=self._context_of(name), dtype=dtype or "float32")
+            elif tuple(old.shape) != tuple(shape):
                 raise MXNetError(f"bind: auxiliary state {name!r} would change shape to {shape}")
-            aux[name] = old
+            else:
+                aux[name] = old
         reqs = {k: (v if k in grads else "null") for k, v in self.grad_req.items()}
         return self.symbol.bind(self.context, args, args_grad=grads, grad_req=reqs, aux_states=aux)
 
@@ -143,103 +187,30 @@ class BoundGraph:
             self.exec = self._bind_sharing(self._default_exec, shapes)
 
     # ----------------------------------------------------------- arrays
-    @property
-    def param_arrays(self):
-        """``[[array]]`` per parameter (one device), in ``param_names`` order."""
-        d = self.exec.arg_dict
-        return [[d[n]] for n in self.param_names]
-
-    @property
-    def grad_arrays(self):
-        """``[[grad or None]]`` per parameter."""
-        g = self.exec.grad_dict
-        return [[g.get(n)] for n in self.param_names]
-
-    @property
-    def aux_arrays(self):
-        """``[[array]]`` per auxiliary state."""
-        d = self.exec.aux_dict
-        return [[d[n]] for n in self.aux_names]
-
     def set_params(self, arg_params, aux_params, allow_extra=False):
         """Copies parameter values into the executor."""
         self.exec.copy_params_from(arg_params, aux_params, allow_extra_params=allow_extra)
 
-    def get_params(self, arg_params, aux_params):
-        """Copies the executor's parameter values into the given dicts' arrays."""
-        args = self.exec.arg_dict
-        for name in self.param_names:
-            args[name].copyto(arg_params[name])
-        auxs = self.exec.aux_dict
-        for name in self.aux_names:
-            auxs[name].copyto(aux_params[name])
-
     # ----------------------------------------------------------- running
-    def _load(self, arrays, names):
-        args = self.exec.arg_dict
-        for name, src in zip(names, arrays):
-            dst = args[name]
-            if tuple(src.shape) != tuple(dst.shape):
-                raise MXNetError(f"forward: input {name!r} has shape {src.shape}, the module is bound for "
-                                 f"{dst.shape}")
-            src.copyto(dst)
+    def load_input(self, name, src):
+        """Copies ``src`` into input ``name`` (shapes must match)."""
+        dst = self.exec.arg_dict[name]
+        if tuple(src.shape) != tuple(dst.shape):
+            raise MXNetError(f"forward: input {name!r} has shape {tuple(src.shape)}, the module is bound for "
+                             f"{tuple(dst.shape)} on {self.context}")
+        src.copyto(dst)
 
-    def forward(self, data_batch, is_train=None):
-        """Loads the batch's data (and labels, if any) and runs forward."""
-        self._load(data_batch.data, self.data_names)
-        if self.label_shapes is not None and data_batch.label:
-            self._load(data_batch.label, self.label_names)
-        if is_train is None:
-            is_train = self.for_training
+    def run_forward(self, is_train):
+        """Runs forward on the loaded inputs."""
         self.exec.forward(is_train=is_train)
 
     def backward(self, out_grads=None):
-        """Back-propagates (``out_grads``: NDArray or list, None for ones)."""
-        if not self.for_training:
-            raise MXNetError("backward: re-bind with for_training=True to run backward")
+        """Back-propagates (``out_grads``: list of NDArray, None for ones)."""
         self.exec.backward(out_grads=out_grads)
-
-    def get_outputs(self):
-        """The outputs of the last forward."""
-        return list(self.exec.outputs)
 
     def get_output_shapes(self):
         """``(name, shape)`` of every output for the bound input shapes."""
         return list(zip(self.output_names, [tuple(o.shape) for o in self.exec.outputs]))
-
-    def get_input_grads(self):
-        """Gradients of the data inputs, in ``data_shapes`` order (None for
-        an input whose grad_req is ``null``, as MXNet gives)."""
-        g = self.exec.grad_dict
-        return [g.get(n) for n in self.data_names]
-
-    def get_states(self):
-        """The state input arrays."""
-        d = self.exec.arg_dict
-        return [d[n] for n in self.state_names]
-
-    def set_states(self, states=None, value=None):
-        """Copies ``states`` into the state inputs, or fills them with ``value``."""
-        d = self.exec.arg_dict
-        if states is not None:
-            if value is not None:
-                raise ValueError("set_states: give states or value, not both")
-            if len(states) != len(self.state_names):
-                raise ValueError(f"set_states: {len(states)} states for {len(self.state_names)} state inputs")
-            for name, src in zip(self.state_names, states):
-                src = src[0] if isinstance(src, (list, tuple)) else src
-                src.copyto(d[name])
-        else:
-            if value is None:
-                raise ValueError("set_states: give states or value")
-            for name in self.state_names:
-                d[name][:] = value
-
-    def update_metric(self, eval_metric, labels):
-        """Updates ``eval_metric`` with labels by label name and outputs by output name."""
-        labels_ = OrderedDict(zip(self.label_names, labels or []))
-        preds = OrderedDict(zip(self.output_names, self.exec.outputs))
-        eval_metric.update_dict(labels_, preds)
 
     def install_monitor(self, mon):
         """Installs ``mon`` (an ``mx.monitor.Monitor``-like object) on the executor."""

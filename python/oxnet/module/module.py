@@ -1,5 +1,5 @@
 """``Module``: a symbol with its parameters, bound and trained on one
-device, as MXNet 1.x's ``mx.mod.Module``."""
+or several contexts (data-parallel), as MXNet 1.x's ``mx.mod.Module``."""
 
 import logging
 import warnings
@@ -12,7 +12,7 @@ from ..initializer import InitDesc, Uniform
 from ..io import DataDesc
 from ..model import load_checkpoint
 from . import _kv
-from ._exec import BoundGraph
+from .executor_group import DataParallelExecutorGroup
 from .base_module import BaseModule, _check_input_names, _parse_data_desc
 
 __all__ = ["Module"]
@@ -30,18 +30,23 @@ class Module(BaseModule):
         The data and label inputs of the symbol (labels may be absent).
     logger : logging.Logger or module
         Where progress is logged.
-    context : Context or list of one Context
-        The device. oxnet's modules run on one context; data-parallel
-        training over several is not supported yet.
+    context : Context or list of Context
+        Where to run. With several, each context computes its share of every
+        batch on its own copy of the parameters (data parallelism, as
+        MXNet's): the kvstore (``'local'`` by default) sums the gradients,
+        outputs and input gradients are joined along the batch axis.
     work_load_list : list of number, optional
-        Accepted for compatibility (one entry for the one context).
+        The share of the batch per context (equal by default).
     fixed_param_names : list of str, optional
         Parameters that are not updated (their ``grad_req`` is ``null``).
     state_names : list of str, optional
         Inputs that keep their value between batches (set by ``set_states``).
-    group2ctxs, compression_params : optional
-        Accepted for compatibility; model parallelism and gradient
-        compression are not supported.
+    group2ctxs : dict or list of dict, optional
+        Model-parallel placement: arguments declared in
+        ``AttrScope(ctx_group=name)`` get their arrays on
+        ``group2ctxs[name]`` (host contexts; see ``symbol.simple_bind``).
+    compression_params : dict, optional
+        Passed to the kvstore's ``set_gradient_compression``.
 
     Without a kvstore (the default on one device: ``kvstore='local'`` means
     none, as in MXNet), ``update`` applies the optimizer's updater
@@ -57,9 +62,8 @@ class Module(BaseModule):
         if isinstance(context, ctx.Context):
             context = [context]
         context = list(context)
-        if len(context) != 1:
-            raise MXNetError(f"Module: oxnet binds a module on one context, got {len(context)} ({context}); "
-                             "data-parallel modules are not supported yet")
+        if not context:
+            raise MXNetError("Module: context is an empty list")
         self._context = context
         if work_load_list is None:
             work_load_list = [1] * len(self._context)
@@ -302,10 +306,11 @@ class Module(BaseModule):
                     and shared_module.params_initialized):
                 raise MXNetError("bind: shared_module must be a bound Module with initialized parameters")
             shared_group = shared_module._exec_group
-        self._exec_group = BoundGraph(self._symbol, self._context[0], self._data_shapes, self._label_shapes,
-                                      self._param_names, for_training, inputs_need_grad, grad_req,
-                                      fixed_param_names=self._fixed_param_names, state_names=self._state_names,
-                                      shared=shared_group)
+        self._exec_group = DataParallelExecutorGroup(
+            self._symbol, self._context, self._work_load_list, self._data_shapes, self._label_shapes,
+            self._param_names, for_training, inputs_need_grad, shared_group=shared_group,
+            fixed_param_names=self._fixed_param_names, grad_req=grad_req, state_names=self._state_names,
+            group2ctxs=self._group2ctxs)
         if shared_module is not None:
             self.params_initialized = True
             self._arg_params = shared_module._arg_params
@@ -427,21 +432,24 @@ class Module(BaseModule):
         batch whose data shapes differ from the bound ones reshapes the module
         first (from the batch's ``provide_data``/``provide_label`` if given)."""
         self._require_ready("forward")
-        if isinstance(data_batch, list):
-            data_batch = _join_batches(data_batch)
         curr_data_shapes = tuple(tuple(i.shape) for i in self._data_shapes)
-        new_data_shapes = tuple(tuple(i.shape) for i in data_batch.data)
+        if isinstance(data_batch, list):
+            new_data_shapes, new_label_shapes = _list_batch_shapes(data_batch)
+            provided_data = provided_label = None
+        else:
+            new_data_shapes = tuple(tuple(i.shape) for i in data_batch.data)
+            new_label_shapes = [tuple(j.shape) for j in data_batch.label] if getattr(data_batch, "label", None) \
+                else None
+            provided_data = getattr(data_batch, "provide_data", None)
+            provided_label = getattr(data_batch, "provide_label", None)
         if curr_data_shapes != new_data_shapes:
-            if getattr(data_batch, "provide_data", None):
-                new_dshape = data_batch.provide_data
-            else:
-                new_dshape = [DataDesc(i.name, shape, i.dtype, i.layout)
-                              for i, shape in zip(self._data_shapes, new_data_shapes)]
-            if getattr(data_batch, "provide_label", None):
-                new_lshape = data_batch.provide_label
-            elif getattr(data_batch, "label", None) and self._label_shapes:
-                new_lshape = [DataDesc(i.name, j.shape, i.dtype, i.layout)
-                              for i, j in zip(self._label_shapes, data_batch.label)]
+            new_dshape = provided_data or [DataDesc(i.name, shape, i.dtype, i.layout)
+                                           for i, shape in zip(self._data_shapes, new_data_shapes)]
+            if provided_label:
+                new_lshape = provided_label
+            elif new_label_shapes and self._label_shapes:
+                new_lshape = [DataDesc(i.name, shape, i.dtype, i.layout)
+                              for i, shape in zip(self._label_shapes, new_label_shapes)]
             else:
                 new_lshape = None
             self.reshape(new_dshape, new_lshape)
@@ -467,22 +475,19 @@ class Module(BaseModule):
     def get_outputs(self, merge_multi_context=True):
         """The outputs of the last forward (a list of NDArray)."""
         self._require_ready("get_outputs")
-        outs = self._exec_group.get_outputs()
-        return outs if merge_multi_context else [[o] for o in outs]
+        return self._exec_group.get_outputs(merge_multi_context=merge_multi_context)
 
     def get_input_grads(self, merge_multi_context=True):
         """The gradients of the data inputs (needs ``inputs_need_grad=True`` at bind)."""
         self._require_ready("get_input_grads")
         if not self.inputs_need_grad:
             raise MXNetError("get_input_grads: bind with inputs_need_grad=True")
-        grads = self._exec_group.get_input_grads()
-        return grads if merge_multi_context else [[g] for g in grads]
+        return self._exec_group.get_input_grads(merge_multi_context=merge_multi_context)
 
     def get_states(self, merge_multi_context=True):
         """The values of the state inputs."""
         self._require_ready("get_states")
-        states = self._exec_group.get_states()
-        return states if merge_multi_context else [[s] for s in states]
+        return self._exec_group.get_states(merge_multi_context=merge_multi_context)
 
     def set_states(self, states=None, value=None):
         """Sets the state inputs from ``states`` or fills them with ``value``."""
@@ -490,14 +495,9 @@ class Module(BaseModule):
         self._exec_group.set_states(states, value)
 
     def update_metric(self, eval_metric, labels, pre_sliced=False):
-        """Updates ``eval_metric`` with the last outputs and ``labels``."""
-        if pre_sliced:
-            # one label list per joined batch (see forward): join them likewise
-            if len(labels) == 1:
-                labels = labels[0]
-            elif labels and labels[0]:
-                labels = [nd.concat(*[lab[i] for lab in labels], dim=0) for i in range(len(labels[0]))]
-        self._exec_group.update_metric(eval_metric, labels)
+        """Updates ``eval_metric`` with the last outputs and ``labels``, once
+        per context as MXNet does (``pre_sliced``: one label list per context)."""
+        self._exec_group.update_metric(eval_metric, labels, pre_sliced)
 
     def install_monitor(self, mon):
         """Installs a monitor on the executor."""
@@ -513,14 +513,22 @@ class Module(BaseModule):
                                       "sparse_row_id_fn."))
 
 
-def _join_batches(batches):
-    """Several batches (one per device in MXNet) as one batch, joined on axis 0."""
-    from ..io import DataBatch
-
+def _list_batch_shapes(batches):
+    """The whole-batch data and label shapes of a list of batches (one per
+    context, MXNet's pre-sliced form), joined along axis 0."""
     if not batches:
         raise MXNetError("forward: empty list of data batches")
-    data = [nd.concat(*[b.data[i] for b in batches], dim=0) for i in range(len(batches[0].data))]
-    label = None
-    if batches[0].label:
-        label = [nd.concat(*[b.label[i] for b in batches], dim=0) for i in range(len(batches[0].label))]
-    return DataBatch(data, label, pad=batches[0].pad)
+
+    def joined(field):
+        first = getattr(batches[0], field) or []
+        shapes = []
+        for i, arr in enumerate(first):
+            shape = tuple(arr.shape)
+            for b in batches:
+                if tuple(getattr(b, field)[i].shape) != shape:
+                    raise MXNetError(f"forward: the batches of a list must have one shape; {field}[{i}] has "
+                                     f"{shape} and {tuple(getattr(b, field)[i].shape)}")
+            shapes.append((len(batches) * shape[0],) + shape[1:])
+        return tuple(shapes)
+
+    return joined("data"), (list(joined("label")) if batches[0].label else None)
