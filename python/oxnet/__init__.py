@@ -52,15 +52,18 @@ from . import recordio, image; __all__ += ["recordio", "image"]  # noqa: E402,E7
 from . import monitor; mon = monitor; __all__ += ["monitor", "mon"]  # noqa: E402,E702
 from . import profiler; __all__ += ["profiler"]  # noqa: E402,E702
 
-# MXNet 1.9.1 modules oxnet does not provide (yet): using one is an error
-# that says so, not a bare AttributeError.
-_NOT_PROVIDED = {
-    "np": "mx.np (MXNet's NumPy-compatible interface) is not provided by oxnet; use mx.nd",
-    "npx": "mx.npx (MXNet's NumPy extensions) is not provided by oxnet; use mx.nd",
-}
+# MXNet 1.9.1 modules loaded on first use (``mx.onnx``, ...): their imports
+# cost time, or they exist to say what oxnet does not offer (``mx.np``).
+_LAZY = {"np": "numpy", "npx": "numpy_extension", "numpy": "numpy", "numpy_extension": "numpy_extension",
+         "onnx": "onnx", "notebook": "notebook", "log": "log", "registry": "registry", "error": "error",
+         "libinfo": "libinfo", "misc": "misc", "executor_manager": "executor_manager", "torch": "torch",
+         "tvmop": "tvmop", "space": "space", "ndarray_doc": "ndarray_doc",
+         "symbol_doc": "symbol_doc"}
 
 
 def __getattr__(name):
-    if name in _NOT_PROVIDED:
-        raise AttributeError(f"module 'oxnet' has no attribute '{name}': {_NOT_PROVIDED[name]}")
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{_LAZY[name]}")
     raise AttributeError(f"module 'oxnet' has no attribute '{name}'")

@@ -24,8 +24,28 @@ __all__ = [
     "MXNetError", "NotImplementedForSymbol", "NotSupportedForSparseNDArray", "ThreadScope",
     "string_types", "numeric_types", "integer_types", "py_str", "data_dir", "data_dir_default",
     "mx_real_t", "mx_uint", "mx_int", "mx_float", "c_str", "c_str_array", "c_array", "c_array_buf",
-    "NDArrayHandle", "SymbolHandle", "check_call", "classproperty", "ScopedClassMeta",
+    "NDArrayHandle", "SymbolHandle", "check_call", "classproperty", "ScopedClassMeta", "register_error",
+    "error_types",
 ]
+
+#: error classes by the name an engine message starts with (``"ValueError: ..."``),
+#: filled by :func:`register_error` (see :mod:`oxnet.error`)
+error_types = {}
+
+
+def register_error(func_name=None, cls=None):
+    """Registers an error class under a name (its class name by default), as
+    MXNet's ``register_error``: used as ``@register_error``,
+    ``@register_error("Name")`` or ``register_error("Name", cls)``; returns
+    the class (or, without ``cls``, a decorator)."""
+    if callable(func_name):
+        cls, func_name = func_name, func_name.__name__
+
+    def register(klass):
+        error_types[func_name if isinstance(func_name, str) else klass.__name__] = klass
+        return klass
+
+    return register if cls is None else register(cls)
 
 string_types = (str,)
 numeric_types = (float, int, np.generic)

@@ -13,6 +13,7 @@ from .. import _oxnet
 from ..base import MXNetError
 from .._oxnet import NDArray
 from . import contrib, image, linalg, random, _internal
+from . import op, sparse  # noqa: E402  (MXNet's module paths: mx.nd.op.<name>, mx.nd.sparse)
 from ._helpers import concatenate, eye, from_numpy, linspace, moveaxis, onehot_encode
 from ._helpers import from_dlpack, to_dlpack_for_read, to_dlpack_for_write
 from ._helpers import histogram

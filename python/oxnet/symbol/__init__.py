@@ -15,6 +15,7 @@ library) is generated here, as in ``mx.nd``.
 from .symbol import Symbol, var, Variable, Group, load, load_json, fromjson, trace
 from ._ops import refresh as _refresh_ops
 from . import contrib, image, linalg, _internal, random
+from . import op, sparse  # noqa: E402  (MXNet's module paths: mx.nd.op.<name>, mx.nd.sparse)
 from ._fill import zeros, ones, full, arange
 
 __all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson", "trace",
