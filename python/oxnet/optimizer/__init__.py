@@ -16,9 +16,10 @@ from .optimizer import (Optimizer, register, create, SGD, NAG, Adam, AdamW, AdaG
                         Adamax, Nadam, Ftrl, FTML, Signum, SignSGD, LAMB, LARS, SGLD, DCASGD,
                         LBSGD, ccSGD)
 from .updater import Updater, get_updater
+from . import contrib  # noqa: E402  (registers GroupAdaGrad)
 
 __all__ = [
     "Optimizer", "register", "create", "get_updater", "Updater", "SGD", "NAG", "Adam", "AdamW", "AdaGrad",
     "AdaDelta", "RMSProp", "Adamax", "Nadam", "Ftrl", "FTML", "Signum", "SignSGD", "LAMB", "LARS",
-    "SGLD", "DCASGD", "LBSGD", "ccSGD",
+    "SGLD", "DCASGD", "LBSGD", "ccSGD", "contrib",
 ]
