@@ -78,3 +78,19 @@ def test_gluon_trainer():
     # rows 0 and 2 got gradient 1: history 1, step 0.1 / sqrt(1 + 1e-5)
     np.testing.assert_allclose(w[[0, 2]], 1 - 0.1 / np.sqrt(1 + 1e-5), rtol=1e-6)
     np.testing.assert_allclose(w[[1, 3, 4]], 1.0)
+
+
+def test_adamw_update_takes_a_number_or_an_array_for_rescale_grad():
+    # MXNet 1.9.1's mx.nd.contrib.adamw_update wraps a number into a one-element array
+    w, g = mx.nd.ones((3,)), mx.nd.ones((3,))
+    results = []
+    for rescale in (0.5, mx.nd.array([0.5])):
+        m, v = mx.nd.zeros((3,)), mx.nd.zeros((3,))
+        results.append(mx.nd.contrib.adamw_update(w, g, m, v, rescale_grad=rescale, lr=0.1, eta=1.0).asnumpy())
+    mean, var = 0.1 * 0.5, 0.001 * 0.25
+    expected = 1 - 0.1 * mean / (np.sqrt(var) + 1e-8)
+    np.testing.assert_allclose(results[0], np.full(3, expected), rtol=1e-5)  # float32 arithmetic
+    np.testing.assert_array_equal(results[0], results[1])
+    # 0 skips the update
+    out = mx.nd.contrib.adamw_update(w, g, mx.nd.zeros((3,)), mx.nd.zeros((3,)), rescale_grad=0.0, lr=0.1, eta=1.0)
+    np.testing.assert_array_equal(out.asnumpy(), np.ones(3))

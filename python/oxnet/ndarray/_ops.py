@@ -71,7 +71,12 @@ def refresh(namespace):
 
 def add_to_submodule(namespace, name, function):
     """Puts ``function`` into the submodule of ``namespace`` its ``name``'s
-    prefix names (see ``SUBMODULES``), without the prefix."""
+    prefix names (see ``SUBMODULES``), without the prefix, unless the
+    submodule lists that name in its ``HAND_WRITTEN`` (a Python wrapper with
+    MXNet's signature, e.g. ``contrib.adamw_update`` taking a number)."""
     for prefix, module in SUBMODULES.items():
-        if name.startswith(prefix) and namespace.get(module) is not None:
-            setattr(namespace[module], name[len(prefix):], function)
+        sub = namespace.get(module)
+        if name.startswith(prefix) and sub is not None:
+            short = name[len(prefix):]
+            if short not in getattr(sub, "HAND_WRITTEN", ()):
+                setattr(sub, short, function)

@@ -75,6 +75,33 @@ def _scale_array(rescale_grad, like):
     return nd.full((1,), rescale_grad, ctx=like.context)
 
 
+#: wrappers here that the registry's ``_contrib_<name>`` functions must not replace
+HAND_WRITTEN = ("adamw_update", "mp_adamw_update")
+
+
+def adamw_update(weight, grad, mean, var, rescale_grad, lr, eta, beta1=0.9, beta2=0.999, epsilon=1e-8, wd=0,
+                 clip_gradient=-1, out=None, name=None, **kwargs):
+    """AdamW's update of ``weight`` (``_adamw_update``): ``mean`` and ``var``
+    are updated in place; ``rescale_grad`` is a number or a one-element
+    array (0, NaN or infinity skips the update). Pass ``out=weight`` to
+    update the weight in place."""
+    from . import _internal
+    return _internal._adamw_update(weight, grad, mean, var, _scale_array(rescale_grad, weight), lr=lr, eta=eta,
+                                   beta1=beta1, beta2=beta2, epsilon=epsilon, wd=wd, clip_gradient=clip_gradient,
+                                   out=out, name=name, **kwargs)
+
+
+def mp_adamw_update(weight, grad, mean, var, weight32, rescale_grad, lr, eta, beta1=0.9, beta2=0.999,
+                    epsilon=1e-8, wd=0, clip_gradient=-1, out=None, name=None, **kwargs):
+    """Multi-precision :func:`adamw_update` (``_mp_adamw_update``): the
+    float32 master copy ``weight32`` and float32 ``mean``/``var`` are
+    updated in place; the output is the new weight in its dtype."""
+    from . import _internal
+    return _internal._mp_adamw_update(weight, grad, mean, var, weight32, _scale_array(rescale_grad, weight), lr=lr,
+                                      eta=eta, beta1=beta1, beta2=beta2, epsilon=epsilon, wd=wd,
+                                      clip_gradient=clip_gradient, out=out, name=name, **kwargs)
+
+
 def multi_adamw_update(weights, grads, mean, var, rescale_grad, lrs, wds, etas,
                        out=None, name=None, size=0, **kwargs):
     """AdamW over the lists ``weights``, ``grads``, ``mean``, ``var`` in one
