@@ -11,6 +11,10 @@ from .base import MXNetError
 __all__ = ["Executor"]
 
 
+class _UnknownParameter(MXNetError, ValueError):
+    """A parameter name the executor does not have (MXNet raised ValueError)."""
+
+
 class Executor:
     """A bound symbol (made by ``Symbol.bind`` or ``Symbol.simple_bind``)."""
 
@@ -89,8 +93,18 @@ class Executor:
         return dict(zip(self._h.output_names(), self.outputs))
 
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
-        """Copies parameter arrays in by name."""
-        self._h.copy_params_from(dict(arg_params), dict(aux_params or {}), bool(allow_extra_params))
+        """Copies parameter arrays in by name. A name the executor lacks is
+        an error (a ``ValueError``, as in MXNet) unless
+        ``allow_extra_params``."""
+        arg_params, aux_params = dict(arg_params), dict(aux_params or {})
+        if not allow_extra_params:
+            for names, given, kind in ((self._arg_names, arg_params, "argument"),
+                                       (self._aux_names, aux_params, "auxiliary state")):
+                extra = [n for n in given if n not in names]
+                if extra:
+                    raise _UnknownParameter(f"copy_params_from: the executor has no {kind} `{extra[0]}` (pass "
+                                            "allow_extra_params=True to skip it)")
+        self._h.copy_params_from(arg_params, aux_params, bool(allow_extra_params))
 
     def reshape(self, partial_shaping=False, allow_up_sizing=False, **kwargs):
         """A new executor for new input shapes (``name=shape`` keywords).
@@ -105,7 +119,9 @@ class Executor:
                         self._symbol)
 
     def set_monitor_callback(self, callback, monitor_all=False):
-        """Calls ``callback(name, array)`` with every operator output during forward."""
+        """Calls ``callback(name, array)`` with every operator output during
+        forward and backward (a backward kernel's outputs are named
+        ``<forward node>_backward_output[k]``, as in MXNet)."""
         del monitor_all
         self._monitor = callback
         self._h.set_monitor(callback)

@@ -44,3 +44,19 @@ def test_module_fit_prints_monitor_rows(caplog):
         mod.fit(it, num_epoch=1, monitor=mx.monitor.Monitor(1, pattern="fc_weight"))
     lines = [r.getMessage() for r in caplog.records if "fc_weight" in r.getMessage()]
     assert len(lines) == 2 and lines[0].startswith("Batch:")
+
+
+def test_monitor_sees_backward_kernels_named_as_mxnet():
+    # MXNet 1.9.1 reports a backward kernel's outputs as <node>_backward_output[k]
+    # (LinearRegressionOutput's backward: the data and label gradients)
+    x = mx.sym.var("data")
+    net = mx.sym.LinearRegressionOutput(x, mx.sym.var("label"), name="lro", grad_scale=2)
+    data, label = np.array([[0.5, 2.0]], "float32"), np.array([[1.0, 1.0]], "float32")
+    exe = net.simple_bind(mx.cpu(), data=(1, 2), label=(1, 2))
+    seen = {}
+    exe.set_monitor_callback(lambda name, arr: seen.setdefault(name, arr.asnumpy().copy()))
+    exe.forward(is_train=True, data=data, label=label)
+    exe.backward()
+    assert "lro_output" in seen and "lro_backward_output0" in seen and "lro_backward_output1" in seen
+    # grad_scale / (outputs per example) * (out - label), MXNet's regression gradient
+    np.testing.assert_allclose(seen["lro_backward_output0"], 2 / 2 * (data - label))

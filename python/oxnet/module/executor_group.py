@@ -313,15 +313,15 @@ class DataParallelExecutorGroup:
     def forward(self, data_batch, is_train=None):
         """Runs every executor on its slice of ``data_batch`` (labels too,
         when the group has labels and the batch carries them)."""
-        if isinstance(data_batch, (list, tuple)):
+        if isinstance(data_batch, list):
             # one batch per context (MXNet's pre-sliced form)
             if len(data_batch) != len(self._graphs):
                 raise MXNetError(f"forward: {len(data_batch)} batches for {len(self._graphs)} contexts")
             data = [[b.data[k] for b in data_batch] for k in range(len(self.data_names))]
             label = ([[b.label[k] for b in data_batch] for k in range(len(self.label_names))]
-                     if data_batch[0].label else None)
+                     if getattr(data_batch[0], "label", None) else None)
         else:
-            data, label = data_batch.data, data_batch.label
+            data, label = data_batch.data, getattr(data_batch, "label", None)
         self._load(data, self.data_names, self.data_layouts)
         if is_train is None:
             is_train = self.for_training

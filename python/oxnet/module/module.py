@@ -520,7 +520,7 @@ def _list_batch_shapes(batches):
         raise MXNetError("forward: empty list of data batches")
 
     def joined(field):
-        first = getattr(batches[0], field) or []
+        first = getattr(batches[0], field, None) or []
         shapes = []
         for i, arr in enumerate(first):
             shape = tuple(arr.shape)
@@ -531,4 +531,4 @@ def _list_batch_shapes(batches):
             shapes.append((len(batches) * shape[0],) + shape[1:])
         return tuple(shapes)
 
-    return joined("data"), (list(joined("label")) if batches[0].label else None)
+    return joined("data"), (list(joined("label")) if getattr(batches[0], "label", None) else None)

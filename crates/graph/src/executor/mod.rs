@@ -193,11 +193,21 @@ impl Executor {
                 }
             };
             result.map_err(|e| e.in_node(&node.name, &call.op.name))?;
-            if !backward {
-                if let Some(monitor) = self.monitor.as_mut() {
-                    for (k, o) in step.outputs.iter().enumerate().take(step.visible) {
-                        monitor(&node.output_name(k)?, o);
-                    }
+            if let Some(monitor) = self.monitor.as_mut() {
+                // As MXNet names them: a forward node's outputs by output
+                // name, a backward kernel's as `<forward node>_backward_output[k]`.
+                let forward_name = if backward {
+                    self.state_source.get(&n).map(|&f| &self.graph.nodes[f].name)
+                } else {
+                    None
+                };
+                for (k, o) in step.outputs.iter().enumerate().take(step.visible) {
+                    let name = match forward_name {
+                        Some(f) if step.visible > 1 => format!("{f}_backward_output{k}"),
+                        Some(f) => format!("{f}_backward_output"),
+                        None => node.output_name(k)?,
+                    };
+                    monitor(&name, o);
                 }
             }
         }
@@ -379,7 +389,8 @@ impl Executor {
         Ok(())
     }
 
-    /// Sets a callback that sees every operator output during `forward`.
+    /// Sets a callback that sees every operator output during `forward` and
+    /// `backward` (backward kernels named `<forward node>_backward_output[k]`).
     pub fn set_monitor_callback(&mut self, monitor: Option<MonitorFn>) {
         self.monitor = monitor;
     }
