@@ -1,6 +1,7 @@
 //! The casts of MXNet's automatic mixed precision: `amp_cast` (one array)
-//! and `amp_multicast` (several arrays to one float width). Both cast only
-//! between float dtypes and pass other dtypes through, as MXNet 1.9.1's.
+//! and `amp_multicast` (several arrays to one float width). As MXNet
+//! 1.9.1's, both cast only the dtypes AMP mixes (float32, float16,
+//! bfloat16) and pass any other dtype (float64 included) through.
 
 use super::store_view;
 use oxnet_core::{registry, AttrKind, AttrSpec, AttrValue, Attrs, DType, Error, NDArray, OpDef, Result};
@@ -20,14 +21,29 @@ fn cast_back(g: &oxnet_core::GradCtx) -> Result<Vec<Option<NDArray>>> {
         .collect()
 }
 
-/// The float dtype `amp_multicast` casts its float inputs to: the widest
-/// of them (the narrowest with `cast_narrow`).
-fn common_float(dtypes: &[DType], narrow: bool) -> Option<DType> {
-    let floats = dtypes.iter().copied().filter(|d| d.is_float());
+/// The dtypes AMP casts between; others (float64, integers) pass through.
+fn is_amp_float(d: DType) -> bool {
+    matches!(d, DType::F32 | DType::F16 | DType::BF16)
+}
+
+/// The dtype `amp_multicast` casts its AMP-float inputs to, by MXNet
+/// 1.9.1's rule. Widest: float32 when any input (or a known output) is
+/// float32, else the first input's dtype (float64 first widens everything
+/// to float64, as in MXNet); where MXNet would take a non-float first input
+/// (and cast floats to an integer type, a bug) the first AMP float is taken.
+/// Narrowest (`cast_narrow`): the last float16 or bfloat16 among them, else
+/// float32.
+fn common_float(ins: &[DType], outs: &[Option<DType>], narrow: bool) -> DType {
+    let all = || ins.iter().copied().chain(outs.iter().flatten().copied());
     if narrow {
-        floats.min_by_key(|d| d.size())
-    } else {
-        floats.max_by_key(|d| d.size())
+        return all().filter(|d| matches!(d, DType::F16 | DType::BF16)).last().unwrap_or(DType::F32);
+    }
+    if all().any(|d| d == DType::F32) {
+        return DType::F32;
+    }
+    match ins.first() {
+        Some(&d) if d.is_float() => d,
+        _ => ins.iter().copied().find(|d| is_amp_float(*d)).unwrap_or(DType::F32),
     }
 }
 
@@ -53,7 +69,7 @@ pub(super) fn register() {
             .infer_type(|attrs, ins, outs| {
                 let dt = attrs.dtype("dtype")?.ok_or_else(|| Error::attr("dtype", "required"))?;
                 let Some(x) = ins[0] else { return Ok(()) };
-                outs[0] = Some(if x.is_float() { dt } else { x });
+                outs[0] = Some(if is_amp_float(x) { dt } else { x });
                 Ok(())
             })
             .accepts_strided()
@@ -92,9 +108,9 @@ pub(super) fn register() {
             .infer_type(|attrs, ins, outs| {
                 let known: Option<Vec<DType>> = ins.iter().copied().collect();
                 let Some(known) = known else { return Ok(()) };
-                let target = common_float(&known, attrs.bool("cast_narrow")?);
+                let target = common_float(&known, outs, attrs.bool("cast_narrow")?);
                 for (d, o) in known.iter().zip(outs.iter_mut()) {
-                    *o = Some(if d.is_float() { target.unwrap_or(*d) } else { *d });
+                    *o = Some(if is_amp_float(*d) { target } else { *d });
                 }
                 Ok(())
             })
@@ -128,8 +144,10 @@ mod tests {
         let i = array(&[3.0, 4.0], DType::I32);
         let y = invoke1("amp_cast", &[&i], &[("dtype", "float16".into())]).unwrap();
         assert_eq!((y.dtype(), y.to_vec::<i32>().unwrap()), (DType::I32, vec![3, 4]));
-        OpChecker::new("amp_cast", &[array(&[0.5, -1.25, 2.0], DType::F64)])
-            .attr("dtype", "float32")
+        let y = invoke1("amp_cast", &[&array(&[0.1], DType::F64)], &[("dtype", "float16".into())]).unwrap();
+        assert_eq!((y.dtype(), y.to_vec::<f64>().unwrap()), (DType::F64, vec![0.1]));
+        OpChecker::new("amp_cast", &[array(&[0.5, -1.25, 2.0], DType::F32)])
+            .attr("dtype", "float64")
             // float32 outputs: differences over a step float32 resolves
             .eps(1e-2)
             .tol(1e-3, 1e-3)
@@ -146,6 +164,17 @@ mod tests {
         assert_eq!(outs[1].to_vec::<f32>().unwrap(), vec![2.0]);
         let outs = invoke("amp_multicast", &[&a, &b, &c], &[n, ("cast_narrow", true.into())]).unwrap();
         assert_eq!(outs.iter().map(|o| o.dtype()).collect::<Vec<_>>(), [DType::F16, DType::F16, DType::I64]);
+        // MXNet 1.9.1's rule: float64 passes through but, first, sets the width
+        let d = array(&[4.0], DType::F64);
+        let two = ("num_outputs", AttrValue::Int(2));
+        let dt = |xs: &[&NDArray], narrow: bool| {
+            let outs = invoke("amp_multicast", xs, &[two.clone(), ("cast_narrow", narrow.into())]).unwrap();
+            outs.iter().map(|o| o.dtype()).collect::<Vec<_>>()
+        };
+        assert_eq!(dt(&[&d, &a], false), [DType::F64, DType::F64]);
+        assert_eq!(dt(&[&a, &d], false), [DType::F16, DType::F64]);
+        assert_eq!(dt(&[&d, &b], true), [DType::F64, DType::F32]);
+        assert_eq!(dt(&[&c, &a], false), [DType::I64, DType::F16]);
         let e =
             invoke("amp_multicast", &[&a], &[("num_outputs", AttrValue::Int(0))]).unwrap_err().to_string();
         assert!(e.contains("num_outputs"), "{e}");
