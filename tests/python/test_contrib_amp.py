@@ -379,3 +379,13 @@ def test_init_and_training_loop_with_loss_scaling():
     proc = subprocess.run([sys.executable, "-c", _TRAINING_SCRIPT], capture_output=True, text=True, timeout=120,
                           check=False)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("OK"), proc.stdout + proc.stderr
+
+
+def test_symbol_save_leaves_out_amp_casts_unless_asked(tmp_path):
+    x = mx.sym.var("data")
+    net = mx.sym.FullyConnected(mx.sym.amp_cast(x, dtype="float16"), num_hidden=2, name="fc")
+    net.save(str(tmp_path / "plain.json"))
+    net.save(str(tmp_path / "kept.json"), remove_amp_cast=False)
+    assert "amp_cast" not in (tmp_path / "plain.json").read_text()
+    assert "amp_cast" in (tmp_path / "kept.json").read_text()
+    assert mx.sym.load(str(tmp_path / "plain.json")).list_arguments() == net.list_arguments()

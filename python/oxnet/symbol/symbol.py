@@ -359,10 +359,15 @@ class Symbol:
         self._h = _oxnet.sym_from_json(state["handle"])
 
     def save(self, fname, remove_amp_cast=True):
-        """Writes the graph as NNVM JSON to ``fname``."""
-        del remove_amp_cast
+        """Writes the graph as NNVM JSON to ``fname``; as in MXNet, the
+        ``amp_cast``/``amp_multicast`` nodes of a mixed-precision graph are
+        left out unless ``remove_amp_cast=False`` (``tojson`` keeps them)."""
+        text = self.tojson()
+        if remove_amp_cast and ('"amp_cast"' in text or '"amp_multicast"' in text):
+            from ..contrib.amp.amp import remove_amp_cast as _strip_casts
+            text = _strip_casts(self).tojson()
         with open(fname, "w", encoding="utf-8") as f:
-            f.write(self.tojson())
+            f.write(text)
 
     def debug_str(self):
         """A readable listing of the nodes."""
