@@ -677,3 +677,18 @@ def test_parameter_combinations_build():
         layer.initialize()
         x = nd.ones((1, 2) + (3,) * dims)
         np.testing.assert_array_equal(layer(x).asnumpy(), np.full((1, 2) + (3,) * dims, 2.0))
+
+
+def test_sparse_embedding_is_a_dense_embedding_with_mxnets_interface():
+    from oxnet.gluon.contrib.nn import SparseEmbedding
+    layer = SparseEmbedding(10, 4, weight_initializer=mx.init.Uniform(1.0))
+    layer.initialize()
+    x = mx.nd.array([3, 4, 2, 0, 1, 3])
+    with mx.autograd.record():
+        y = layer(x)
+    y.backward()
+    np.testing.assert_array_equal(y.asnumpy(), layer.weight.data().asnumpy()[[3, 4, 2, 0, 1, 3]])
+    grad = layer.weight.grad().asnumpy()
+    np.testing.assert_array_equal(grad[:5, 0], [1, 1, 1, 2, 1])  # row 3 looked up twice
+    assert (grad[5:] == 0).all()
+    assert repr(layer) == "SparseEmbedding(10 -> 4, float32)"

@@ -9,7 +9,7 @@ dense storage only.
 """
 
 from .... import ndarray as nd
-from ...block import HybridBlock
+from ...block import Block, HybridBlock
 from ...nn import Sequential, HybridSequential
 
 from .sync_batch_norm import SyncBatchNorm  # noqa: E402  (defined beside, exported here as in MXNet)
@@ -62,6 +62,40 @@ def _factors(factor, ndim, cls_name):
         if len(factors) != ndim:
             raise ValueError(f"{cls_name}: factor must be a number or {ndim} ints, got {factor!r}") from None
         return factors
+
+
+class SparseEmbedding(Block):
+    """An embedding table (``input_dim`` rows of ``output_dim``) looked up by
+    integer indices: ``(x1, ..., xk)`` gives ``(x1, ..., xk, output_dim)``.
+
+    MXNet keeps this block's weight and gradient row-sparse, for very large
+    vocabularies in distributed training. oxnet stores arrays densely: the
+    weight and its gradient are dense, so results and updates equal MXNet's
+    standard (non-lazy) ones, at the memory of a dense gradient.
+
+    Parameters
+    ----------
+    input_dim : int
+        Vocabulary size (largest index + 1).
+    output_dim : int
+        Length of each embedding vector.
+    dtype : str or numpy.dtype, default 'float32'
+        The weight's and output's dtype.
+    weight_initializer : Initializer, optional
+        Initializer of the table.
+    """
+
+    def __init__(self, input_dim, output_dim, dtype="float32", weight_initializer=None, **kwargs):
+        super().__init__(**kwargs)
+        self._kwargs = {"input_dim": input_dim, "output_dim": output_dim, "dtype": dtype}
+        self.weight = self.params.get("weight", shape=(input_dim, output_dim), init=weight_initializer, dtype=dtype)
+
+    def forward(self, x):
+        """Looks the indices ``x`` up in the table."""
+        return nd.Embedding(x, self.weight.data(x.context), **self._kwargs)
+
+    def __repr__(self):
+        return "{name}({input_dim} -> {output_dim}, {dtype})".format(name=type(self).__name__, **self._kwargs)
 
 
 class PixelShuffle1D(HybridBlock):
