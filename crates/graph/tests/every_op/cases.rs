@@ -445,6 +445,23 @@ pub fn cases() -> Vec<Case> {
             vec![m(&[1, 2, 6, 4]), uniform(&[1, 18, 4, 2], -0.9, -0.1), m(&[2, 2, 3, 3])],
         ),
         case(
+            "_contrib_ModulatedDeformableConvolution",
+            &[
+                ("kernel", "(2, 2)"),
+                ("num_filter", "4"),
+                ("num_group", "2"),
+                ("num_deformable_group", "2"),
+                ("pad", "(1, 1)"),
+            ],
+            vec![
+                m(&[2, 4, 3, 4]),
+                uniform(&[2, 16, 4, 5], 0.1, 0.9),
+                uniform(&[2, 8, 4, 5], 0.1, 0.9),
+                m(&[4, 2, 2, 2]),
+                m(&[4]),
+            ],
+        ),
+        case(
             "Deconvolution",
             &[
                 ("kernel", "(2, 3)"),
@@ -616,6 +633,7 @@ pub fn cases() -> Vec<Case> {
         ),
         case("amp_cast", &[("dtype", "float32")], vec![m(&[2, 3])]),
         case("amp_multicast", &[("num_outputs", "2")], vec![m(&[2]), m(&[3])]),
+        case("amp_cast", &[("dtype", "float64")], vec![m(&[2, 3]).dtype(DType::F32)]),
         // BatchNorm with batch statistics updates its moving statistics in
         // the backward pass, so a later forward(false) differs from a fresh
         // imperative call by design: the cases use the global statistics

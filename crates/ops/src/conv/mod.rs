@@ -18,6 +18,7 @@ pub(crate) mod geometry;
 mod im2col;
 mod im2col_op;
 pub(crate) mod layout;
+mod modulated_deformable;
 mod params;
 mod sums;
 
@@ -37,4 +38,5 @@ pub(crate) fn register() {
     deconvolution::register();
     deformable::register();
     im2col_op::register();
+    modulated_deformable::register();
 }
