@@ -5,7 +5,8 @@ each of them imports (tests/python/test_package_surface.py).
 Writes tests/fixtures/package/mxnet_modules.txt: one dotted name per line,
 without the leading ``mxnet.``. Left out: private modules (a part starting
 with ``_``), the operator modules the wheel's build generated (``gen_*``,
-whose functions ``mx.nd``/``mx.sym`` hold) and files in folders that are not
+whose functions ``mx.nd``/``mx.sym`` hold), packaging scripts (``setup``,
+which run setuptools when imported) and files in folders that are not
 packages (the wheel's ``tools`` scripts).
 
 Usage (from the repository root; needs mxnet==1.9.1):
@@ -27,7 +28,8 @@ def main():
         parts = list(rel.parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
-        if not parts or any(p.startswith("_") for p in parts) or parts[-1].startswith("gen_"):
+        if not parts or any(p.startswith("_") for p in parts) or parts[-1].startswith("gen_") \
+                or parts[-1] == "setup":
             continue
         if not all((root.joinpath(*rel.parts[:i]) / "__init__.py").exists() for i in range(1, len(rel.parts))):
             continue

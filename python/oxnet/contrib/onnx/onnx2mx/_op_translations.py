@@ -7,7 +7,7 @@ every input is known at import time (constant folding of shape computations)."""
 import numpy as np
 
 from .... import symbol as S
-from ._import_onnx import register
+from .import_onnx import register
 
 
 def _all_const(g, ins):

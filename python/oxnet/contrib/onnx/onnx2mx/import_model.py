@@ -1,7 +1,7 @@
 """``import_model`` and ``get_model_metadata``: ONNX files to oxnet Symbols."""
 
 from ....onnx._util import require_onnx
-from ._import_onnx import GraphProto
+from .import_onnx import GraphProto
 
 
 def _load(model_file, func):

@@ -1,7 +1,7 @@
 """``import_to_gluon``: an ONNX file as a Gluon SymbolBlock."""
 
 from .import_model import _load
-from ._import_onnx import GraphProto
+from .import_onnx import GraphProto
 
 
 def import_to_gluon(model_file, ctx):
