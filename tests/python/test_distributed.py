@@ -167,9 +167,16 @@ TRAINER = """
     everyone = w.allgather_object(weights)
     for other in everyone[1:]:
         np.testing.assert_array_equal(other, everyone[0])
+    # one context per worker: the store's steady path (one plan, reused from the second step)
+    weights1, trainer1 = train("dist_sync", rows, [mx.cpu(0)], seed=r + 1)
+    assert trainer1._kvstore._plan is not None
+    everyone = w.allgather_object(weights1)
+    for other in everyone[1:]:
+        np.testing.assert_array_equal(other, everyone[0])
     if r == 0:
         single, _ = train(None, np.arange(len(data)), [mx.cpu(0)], seed=1)
         np.testing.assert_allclose(weights, single, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(weights1, single, rtol=1e-5, atol=1e-6)
     print("trainer ok", r)
 """
 
@@ -178,6 +185,34 @@ TRAINER = """
 def test_trainer_with_dist_sync_equals_one_process_on_the_global_batch(tmp_path, n):
     _, out = run_ranks(n, TRAINER, tmp_path)
     assert out.count("trainer ok") == n, out
+
+
+INTO = """
+    import numpy as np
+    import oxnet as mx
+    from oxnet import nd
+    w = mx.distributed.world()
+    r, n = w.rank, w.size
+    # a large array (one MPI call from source to output), small ones (packed), float64 alone
+    shapes = [(300, 250), (3,), (4, 5), (70000,)]
+    sources = [nd.array(np.full(s, r + 1.0) + np.arange(int(np.prod(s))).reshape(s)) for s in shapes]
+    sources.append(nd.array(np.full((2, 2), r + 1.0), dtype="float64"))
+    before = [a.asnumpy().copy() for a in sources]
+    outs = [nd.zeros(a.shape, dtype=a.dtype) for a in sources]
+    w.allreduce_into(sources, outs)
+    total = n * (n + 1) / 2
+    for a, o, b in zip(sources, outs, before):
+        np.testing.assert_array_equal(a.asnumpy(), b)  # the sources are left as they were
+        idx = np.arange(b.size).reshape(b.shape) if b.dtype == np.float32 else 0
+        np.testing.assert_allclose(o.asnumpy(), total + n * idx)
+    print("into ok", r)
+"""
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_allreduce_into_leaves_sources_and_sums_into_outputs(tmp_path, n):
+    _, out = run_ranks(n, INTO, tmp_path)
+    assert out.count("into ok") == n, out
 
 
 FAILING = """

@@ -58,6 +58,15 @@ class Communicator:
         :mod:`oxnet.distributed.mpi`)."""
         raise NotImplementedError
 
+    def allreduce_into(self, sources, outs):
+        """Writes into ``outs[i]`` the sum over all ranks of ``sources[i]``,
+        leaving the sources as they are (same shapes and dtypes). The MPI
+        implementation packs the sources into its fusion buffer and unpacks
+        the sums into ``outs``, one copy each way."""
+        for src, dst in zip(sources, outs):
+            src.copyto(dst)
+        self.allreduce_(outs)
+
     def broadcast_(self, arrays, root=0):
         """Overwrites each array of ``arrays`` with rank ``root``'s."""
         raise NotImplementedError

@@ -58,6 +58,12 @@ def _load_mpi():
     return MPI
 
 
+#: arrays of at least this many elements skip the fusion buffer in
+#: ``allreduce_into`` (256 KiB of float32: packing them would copy more than
+#: one MPI call costs)
+OWN_MEMORY_ELEMENTS = 65536
+
+
 def _dtype_name(arr):
     dt = arr.dtype
     return dt if isinstance(dt, str) else np.dtype(dt).name
@@ -164,11 +170,32 @@ class MPICommunicator(Communicator):
             _scale(w.buf, post)
             w.finish()
 
-    def _allreduce_packed(self, arrays, prescale, post):
+    def allreduce_into(self, sources, outs):
+        """Large arrays (:data:`OWN_MEMORY_ELEMENTS` and more) go from their
+        source to their output in one MPI call each (no copies); the others
+        travel packed in the fusion buffer."""
+        sources, outs = list(sources), list(outs)
+        if len(sources) != len(outs):
+            raise MXNetError(f"allreduce_into: {len(sources)} sources for {len(outs)} outputs")
+        small_sources, small_outs = [], []
+        for src, dst in zip(sources, outs):
+            if src.size >= OWN_MEMORY_ELEMENTS:
+                send, recv = _host_view(src), _host_view(dst)
+                if send is not None and recv is not None and send.dtype == recv.dtype and send.shape == recv.shape:
+                    self._comm.Allreduce(send, recv, op=self._mpi.SUM)
+                    continue
+            small_sources.append(src)
+            small_outs.append(dst)
+        if not small_sources or self._allreduce_packed(small_sources, 1.0, 1.0, outs=small_outs):
+            return
+        super().allreduce_into(small_sources, small_outs)
+
+    def _allreduce_packed(self, arrays, prescale, post, outs=None):
         """The common case in one pass through the engine: every array a
         contiguous host array of the first one's dtype (one MPI sums), all
         together within the fusion threshold. Packs them into the fusion
-        buffer, reduces, unpacks; False (nothing done) otherwise."""
+        buffer, reduces, unpacks (into ``outs`` when given, which must match
+        the arrays); False (nothing done) otherwise."""
         try:
             typestr = arrays[0].__array_interface__["typestr"]
         except Exception:  # pylint: disable=broad-except  (a GPU array, a dtype numpy lacks)
@@ -178,6 +205,8 @@ class MPICommunicator(Communicator):
         nbytes = _oxnet.packed_size(arrays, typestr)
         if nbytes is None or nbytes > fusion_threshold():
             return False
+        if outs is not None and _oxnet.packed_size(outs, typestr) != nbytes:
+            return False
         dtype = np.dtype(typestr)
         buf = self._fusion_buffer(dtype, nbytes // dtype.itemsize)
         address = buf.__array_interface__["data"][0]
@@ -185,7 +214,7 @@ class MPICommunicator(Communicator):
         _scale(buf, prescale)
         self._comm.Allreduce(self._mpi.IN_PLACE, buf, op=self._mpi.SUM)
         _scale(buf, post)
-        _oxnet.pack_host(arrays, typestr, address, nbytes, True)
+        _oxnet.pack_host(arrays if outs is None else outs, typestr, address, nbytes, True)
         return True
 
     def _buckets(self, work):
