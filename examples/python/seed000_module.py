@@ -11,6 +11,7 @@ Chrome trace (open it in chrome://tracing or https://ui.perfetto.dev) is
 written there and the table of operator times printed.
 
 Run: python examples/python/seed000_module.py [--epochs N] [--prefix checkpoints/mlp] [--profile trace.json]
+     [--contexts N]   (data-parallel over cpu(0) ... cpu(N-1), as MXNet's context=[...])
 """
 
 import argparse
@@ -32,10 +33,11 @@ def build_net(num_classes=10):
     return mx.sym.Custom(data=fc2, name="softmax", op_type="softmax")
 
 
-def main(epochs=10, prefix="checkpoints/seed000_mlp", seed=0, batch_size=32, profile=None):
+def main(epochs=10, prefix="checkpoints/seed000_mlp", seed=0, batch_size=32, profile=None, contexts=1):
     """Trains, checkpoints and scores; returns (training accuracy of the
     last epoch, held-out accuracy of the reloaded checkpoint). With
-    `profile` (a file name) the training is profiled into that trace file."""
+    `profile` (a file name) the training is profiled into that trace file;
+    with `contexts` > 1 each batch is split over cpu(0) ... cpu(contexts-1)."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     mx.random.seed(seed)
     np.random.seed(seed)
@@ -43,7 +45,8 @@ def main(epochs=10, prefix="checkpoints/seed000_mlp", seed=0, batch_size=32, pro
     train = mx.io.NDArrayIter(train_x.reshape(len(train_x), -1), train_y, batch_size=batch_size, shuffle=True)
     test = mx.io.NDArrayIter(test_x.reshape(len(test_x), -1), test_y, batch_size=batch_size)
     os.makedirs(os.path.dirname(prefix) or ".", exist_ok=True)
-    mod = mx.mod.Module(build_net(), data_names=("data",), label_names=("softmax_label",))
+    mod = mx.mod.Module(build_net(), data_names=("data",), label_names=("softmax_label",),
+                        context=[mx.cpu(i) for i in range(contexts)])
     metric = mx.metric.Accuracy()
     if profile:
         mx.profiler.set_config(profile_all=True, aggregate_stats=True, filename=profile)
@@ -69,5 +72,6 @@ if __name__ == "__main__":
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--prefix", default="checkpoints/seed000_mlp")
     parser.add_argument("--profile", metavar="TRACE_JSON", help="profile the training into this Chrome trace file")
+    parser.add_argument("--contexts", type=int, default=1, help="split each batch over this many CPU contexts")
     args = parser.parse_args()
-    main(epochs=args.epochs, prefix=args.prefix, profile=args.profile)
+    main(epochs=args.epochs, prefix=args.prefix, profile=args.profile, contexts=args.contexts)

@@ -38,3 +38,18 @@ def test_profiled_training_traces_every_step(tmp_path):
     assert names.count("_backward_softmax::pure_python") == steps
     assert names.count("FullyConnected") == 2 * steps
     mx.profiler.clear()
+
+
+def test_two_contexts_train_to_the_one_context_parameters(tmp_path):
+    # the numpy softmax's gradient is per example, so the two halves of each
+    # batch summed by the kvstore give the whole batch's gradient
+    import numpy as np
+
+    import oxnet as mx
+    one, two = str(tmp_path / "one"), str(tmp_path / "two")
+    seed000_module.main(epochs=2, prefix=one)
+    seed000_module.main(epochs=2, prefix=two, contexts=2)
+    a, b = mx.nd.load(one + "-0002.params"), mx.nd.load(two + "-0002.params")
+    assert sorted(a) == sorted(b)
+    for k in a:
+        np.testing.assert_allclose(b[k].asnumpy(), a[k].asnumpy(), rtol=1e-4, atol=1e-5, err_msg=k)
