@@ -389,3 +389,5 @@ def test_symbol_save_leaves_out_amp_casts_unless_asked(tmp_path):
     assert "amp_cast" not in (tmp_path / "plain.json").read_text()
     assert "amp_cast" in (tmp_path / "kept.json").read_text()
     assert mx.sym.load(str(tmp_path / "plain.json")).list_arguments() == net.list_arguments()
+    assert "amp_cast" not in net.tojson(remove_amp_cast=True)
+    assert "amp_cast" in net.tojson(remove_amp_cast=False) and "amp_cast" in net.tojson()

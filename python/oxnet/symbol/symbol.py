@@ -346,10 +346,18 @@ class Symbol:
         return conv(arg), conv(out), conv(aux)
 
     # ----- serialization -----------------------------------------------------
-    def tojson(self):
+    def tojson(self, remove_amp_cast=None):
         """The graph as NNVM JSON (what MXNet 1.x writes; under NumPy-shape
-        semantics its attributes say ``is_np_shape``, as MXNet's do)."""
-        return self._h.tojson(is_np_shape())
+        semantics its attributes say ``is_np_shape``, as MXNet's do).
+        ``remove_amp_cast=True`` leaves out ``amp_cast``/``amp_multicast``
+        nodes; unlike MXNet, where that is the default, oxnet keeps them
+        unless asked (its own graph tools read this JSON), as :meth:`save`
+        does not."""
+        text = self._h.tojson(is_np_shape())
+        if remove_amp_cast and ('"amp_cast"' in text or '"amp_multicast"' in text):
+            from ..contrib.amp.amp import remove_amp_cast as _strip_casts
+            text = _strip_casts(self).tojson()
+        return text
 
     def __getstate__(self):
         # MXNet pickles a symbol as its JSON
@@ -361,11 +369,8 @@ class Symbol:
     def save(self, fname, remove_amp_cast=True):
         """Writes the graph as NNVM JSON to ``fname``; as in MXNet, the
         ``amp_cast``/``amp_multicast`` nodes of a mixed-precision graph are
-        left out unless ``remove_amp_cast=False`` (``tojson`` keeps them)."""
-        text = self.tojson()
-        if remove_amp_cast and ('"amp_cast"' in text or '"amp_multicast"' in text):
-            from ..contrib.amp.amp import remove_amp_cast as _strip_casts
-            text = _strip_casts(self).tojson()
+        left out unless ``remove_amp_cast=False``."""
+        text = self.tojson(remove_amp_cast=remove_amp_cast)
         with open(fname, "w", encoding="utf-8") as f:
             f.write(text)
 
