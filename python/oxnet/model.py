@@ -89,3 +89,11 @@ def load_checkpoint(prefix, epoch):
 
 
 from .feedforward import FeedForward  # noqa: E402  (it uses the functions above)
+from .callback import LogValidationMetricsCallback  # noqa: E402,F401  (MXNet's mx.model has it too)
+
+
+def __getattr__(name):
+    if name == "DataParallelExecutorManager":  # MXNet's mx.model imports it from executor_manager
+        from .executor_manager import DataParallelExecutorManager
+        return DataParallelExecutorManager
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -153,3 +153,19 @@ def test_executor_manager_trains_over_two_contexts():
     out = {"fc_weight": mx.nd.zeros((1, 3)), "fc_bias": mx.nd.zeros((1,))}
     manager.copy_to(out, {})
     assert (out["fc_weight"].asnumpy() == 0).all()
+
+
+def test_names_at_mxnets_module_paths():
+    # where MXNet 1.9.1 defines them, beside where oxnet does
+    from oxnet.image.image import CreateAugmenter, ImageIter
+    from oxnet.image.detection import RandomOrderAug
+    from oxnet.ndarray.ndarray import concatenate, maximum
+    from oxnet.symbol.symbol import zeros
+    assert ImageIter is mx.image.ImageIter and CreateAugmenter is mx.image.CreateAugmenter
+    assert RandomOrderAug is mx.image.RandomOrderAug
+    assert concatenate is mx.nd.concatenate and maximum is mx.nd.maximum and zeros is mx.sym.zeros
+    assert mx.model.DataParallelExecutorManager is mx.executor_manager.DataParallelExecutorManager
+    assert mx.model.LogValidationMetricsCallback is mx.callback.LogValidationMetricsCallback
+    assert mx.io.MXDataIter is mx.io.io.MXDataIter and mx.gluon.tensor_types[1] is mx.nd.NDArray
+    with pytest.raises(mx.MXNetError, match="no parameter servers"):
+        mx.kvstore.KVStoreServer

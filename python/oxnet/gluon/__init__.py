@@ -6,7 +6,7 @@ files are oxnet's Rust ``oxnet-nn`` crate; this package keeps only what must
 be Python: the classes users subclass.
 """
 
-from .parameter import Parameter, Constant, ParameterDict, DeferredInitializationError
+from .parameter import Parameter, Constant, ParameterDict, DeferredInitializationError, tensor_types
 from .block import Block, HybridBlock, SymbolBlock
 from . import nn, rnn, loss
 from .trainer import Trainer

@@ -844,3 +844,11 @@ def _draw_rectangle(image, x1, y1, x2, y2, color, thickness):
         for cx, cy in ((left, top), (right, top), (left, bottom), (right, bottom)):
             mask |= (xs - cx) ** 2 + (ys - cy) ** 2 <= reach * reach
     image[mask] = value
+
+
+def __getattr__(name):
+    # names MXNet's mx.image.detection imports from mx.image.image
+    if name == "RandomOrderAug":
+        from .augmenters import RandomOrderAug
+        return RandomOrderAug
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

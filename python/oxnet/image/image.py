@@ -263,3 +263,16 @@ def random_rotate(src, angle_limits, zoom_in=False, zoom_out=False):
     else:
         degrees = np.random.uniform(*angle_limits, size=src.shape[0])
     return imrotate(src, degrees, zoom_in=zoom_in, zoom_out=zoom_out)
+
+
+def __getattr__(name):
+    # MXNet 1.9.1 defines the augmenters and ImageIter in mx.image.image;
+    # oxnet keeps them in their own modules (``from mxnet.image.image import
+    # ImageIter`` finds them here too)
+    if name == "ImageIter":
+        from .image_iter import ImageIter
+        return ImageIter
+    from . import augmenters
+    if name in augmenters.__all__:
+        return getattr(augmenters, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,6 +15,8 @@ from .image_record_iter import (ImageRecordInt8Iter, ImageRecordIter, ImageRecor
                                 ImageRecordUInt8Iter_v1)
 from .det_record_iter import ImageDetRecordIter
 from .file_iters import CSVIter, LibSVMIter, MNISTIter
+from . import io, utils  # noqa: E402  (MXNet's module paths mx.io.io, mx.io.utils)
+from .io import MXDataIter  # noqa: E402
 
 __all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "ResizeIter", "PrefetchingIter", "ImageRecordIter",
            "MNISTIter", "CSVIter", "LibSVMIter", "ImageRecordUInt8Iter", "ImageRecordInt8Iter", "ImageRecordIter_v1",

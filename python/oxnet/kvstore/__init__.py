@@ -13,3 +13,11 @@ from .kvstore import KVStore
 from .dist import DistKVStore
 
 __all__ = ["create", "KVStoreBase", "KVStore", "DistKVStore"]
+
+from . import kvstore_server  # noqa: E402  (MXNet's module; its server is not offered)
+
+
+def __getattr__(name):
+    if name == "KVStoreServer":
+        return kvstore_server.KVStoreServer  # raises: oxnet has no parameter servers
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,3 +18,13 @@ _STORAGE_TYPE_STR_TO_ID = {"undefined": -1, "default": 0, "row_sparse": 1, "csr"
 _STORAGE_TYPE_ID_TO_STR = {v: k for k, v in _STORAGE_TYPE_STR_TO_ID.items()}
 
 __all__ = ["NDArray", "array", "zeros", "ones", "full", "empty", "arange", "waitall", "py_slice"]
+
+
+def __getattr__(name):
+    # MXNet defines its array functions (add, maximum, concatenate, ...) in
+    # mx.nd.ndarray; oxnet's are the mx.nd ones
+    if not name.startswith("_"):
+        from .. import ndarray as _package
+        if name in _package.__dict__:
+            return _package.__dict__[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

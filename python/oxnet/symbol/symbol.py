@@ -691,3 +691,13 @@ def trace(func, inputs):
         dtype = dtype if isinstance(dtype, str) else np.dtype(dtype).name
         specs.append((name, [int(d) for d in shape], dtype))
     return Symbol(_oxnet.trace_function(func, specs))
+
+
+def __getattr__(name):
+    # MXNet defines its symbol functions (zeros, ones, maximum, ...) in
+    # mx.sym.symbol; oxnet's are the mx.sym ones
+    if not name.startswith("_"):
+        from .. import symbol as _package
+        if name in _package.__dict__:
+            return _package.__dict__[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
