@@ -103,3 +103,22 @@ def test_by_hand_and_errors(tmp_path):
 def test_libsvm_iter_says_it_is_not_provided():
     with pytest.raises(mx.MXNetError, match="LibSVMIter is not provided.*sparse"):
         mx.io.LibSVMIter(data_libsvm="train.libsvm", data_shape=(10,), batch_size=2)
+
+
+@pytest.mark.parametrize("dtype,entry", [("int32", 200000001), ("int64", 2147483648), ("float32", 1)])
+def test_csv_values_keep_their_dtype_and_the_current_batch_is_served(tmp_path, dtype, entry):
+    # MXNet's native iterators keep the batch next() gave: getdata/getlabel are
+    # its arrays (one NDArray each), getpad its padding
+    data, label = tmp_path / "d.csv", tmp_path / "l.csv"
+    data.write_text("".join(",".join([str(entry)] * 4) + "\n" for _ in range(5)))
+    label.write_text("".join(f"{i}\n" for i in range(5)))
+    it = mx.io.CSVIter(data_csv=str(data), data_shape=(2, 2), label_csv=str(label), batch_size=2, dtype=dtype)
+    with pytest.raises(mx.MXNetError, match="no current batch"):
+        it.getdata()
+    pads = []
+    for batch in it:
+        assert it.getdata() is batch.data[0] and it.getlabel() is batch.label[0]
+        assert it.getdata().dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(it.getdata().asnumpy(), np.full((2, 2, 2), entry, dtype=dtype))
+        pads.append(it.getpad())
+    assert pads == [0, 0, 1]

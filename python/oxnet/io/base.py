@@ -129,3 +129,54 @@ class DataIter:
 
     def getpad(self):
         """How many examples of the current batch are padding."""
+
+
+class BatchSourceIter(DataIter):
+    """An iterator that makes whole batches (``_make_batch()``, returning a
+    :class:`DataBatch` or raising ``StopIteration``) and keeps the last one
+    current, as MXNet's native (C++) iterators do: after ``next()`` (or
+    ``iter_next()``), ``getdata``/``getlabel`` give that batch's data and
+    label array (one NDArray each, as MXNet's ``MXDataIter``), ``getpad``
+    and ``getindex`` its padding and indices."""
+
+    _batch = None
+
+    def _make_batch(self):
+        raise NotImplementedError
+
+    def next(self):
+        """The next batch (it becomes the current one); StopIteration at the end."""
+        try:
+            self._batch = self._make_batch()
+        except StopIteration:
+            self._batch = None
+            raise
+        return self._batch
+
+    def iter_next(self):
+        try:
+            self.next()
+        except StopIteration:
+            return False
+        return True
+
+    def _current(self, what):
+        if self._batch is None:
+            from ..base import MXNetError
+            raise MXNetError(f"{type(self).__name__}.{what}: there is no current batch; call next() or iter_next() "
+                             "first")
+        return self._batch
+
+    def getdata(self):
+        return self._current("getdata").data[0]
+
+    def getlabel(self):
+        label = self._current("getlabel").label
+        return label[0] if label else None
+
+    def getpad(self):
+        return self._current("getpad").pad
+
+    def getindex(self):
+        return self._current("getindex").index
+

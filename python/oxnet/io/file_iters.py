@@ -20,7 +20,7 @@ import struct
 import numpy as np
 
 from ..base import MXNetError
-from .base import DataBatch, DataDesc, DataIter
+from .base import BatchSourceIter, DataBatch, DataDesc, DataIter
 
 __all__ = ["MNISTIter", "CSVIter", "LibSVMIter"]
 
@@ -47,7 +47,7 @@ def _read_idx(path, magic, what):
     return data.reshape(shape)
 
 
-class MNISTIter(DataIter):
+class MNISTIter(BatchSourceIter):
     """Batches of MNIST images and labels from the IDX files ``image`` and ``label``."""
 
     def __init__(self, image="./train-images-idx3-ubyte", label="./train-labels-idx1-ubyte", batch_size=128,
@@ -82,7 +82,7 @@ class MNISTIter(DataIter):
     def reset(self):
         self._cursor = 0
 
-    def next(self):
+    def _make_batch(self):
         if self._cursor + self.batch_size > len(self._data):
             raise StopIteration
         nd = _nd()
@@ -100,18 +100,19 @@ def _read_csv(path, shape, what):
     rows = []
     for name in files:
         try:
-            table = np.loadtxt(name, delimiter=",", dtype=np.float32, ndmin=2)
+            # float64 keeps every int32 (and integers to 2**53) exact for dtype='int32'/'int64'
+            table = np.loadtxt(name, delimiter=",", dtype=np.float64, ndmin=2)
         except (OSError, ValueError) as e:
             raise ValueError(f"CSVIter: cannot read the {what} file {name!r}: {e}") from e
         rows.append(table)
-    table = np.concatenate(rows) if rows else np.zeros((0, int(np.prod(shape))), np.float32)
+    table = np.concatenate(rows) if rows else np.zeros((0, int(np.prod(shape))), np.float64)
     if table.shape[1] != int(np.prod(shape)):
         raise ValueError(f"CSVIter: the rows of {path!r} hold {table.shape[1]} values, but {what}_shape "
                          f"{tuple(shape)} needs {int(np.prod(shape))}")
     return table.reshape((len(table),) + tuple(shape))
 
 
-class CSVIter(DataIter):
+class CSVIter(BatchSourceIter):
     """Batches from the CSV file (or folder of files) ``data_csv``, each
     row one example of ``data_shape``; labels from ``label_csv`` (zeros
     without it)."""
@@ -147,7 +148,7 @@ class CSVIter(DataIter):
         self._start = pad % n if self.round_batch else 0
         self._cursor = self._start
 
-    def next(self):
+    def _make_batch(self):
         n = len(self._data)
         if self._cursor >= n:
             raise StopIteration
