@@ -48,7 +48,7 @@ from . import kvstore; kv = kvstore; __all__ += ["kvstore", "kv"]  # noqa: E402,
 from . import contrib; __all__ += ["contrib"]  # noqa: E402,E702
 from . import rnn; __all__ += ["rnn"]  # noqa: E402,E702
 from . import rtc; __all__ += ["rtc"]  # noqa: E402,E702
-from . import recordio, image; __all__ += ["recordio", "image"]  # noqa: E402,E702
+from . import recordio, image; img = image; __all__ += ["recordio", "image", "img"]  # noqa: E402,E702
 from . import monitor; mon = monitor; __all__ += ["monitor", "mon"]  # noqa: E402,E702
 from . import profiler; __all__ += ["profiler"]  # noqa: E402,E702
 

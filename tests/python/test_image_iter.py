@@ -131,3 +131,27 @@ def test_augmenters_by_hand():
         out = aug(out)
     assert out.shape == (8, 8, 3) and out.dtype == np.float32
     assert json.loads(augs[0].dumps()) == ["resizeaug", {"size": 10, "interp": 2}]
+
+
+def test_imread_of_a_missing_file_is_an_mxnet_error_and_an_oserror(tmp_path):
+    missing = str(tmp_path / "nowhere" / "blah.jpg")
+    with pytest.raises(mx.MXNetError, match="imread: cannot read"):
+        mx.img.image.imread(missing)
+    with pytest.raises(OSError):
+        mx.image.imread(missing)
+
+
+def test_imresize_takes_float_images_as_mxnet():
+    # MXNet 1.9.1's imresize and transforms.Resize take float images too; a
+    # float copy of a uint8 image resizes to within rounding of the uint8 one
+    rng = np.random.RandomState(0)
+    img = rng.randint(0, 256, (30, 20, 3)).astype("uint8")
+    as_u8 = mx.image.imresize(mx.nd.array(img, dtype="uint8"), 12, 17).asnumpy().astype(np.float64)
+    for dtype in ("float32", "float64"):
+        out = mx.image.imresize(mx.nd.array(img, dtype=dtype), 12, 17)
+        assert out.dtype == np.dtype(dtype) and out.shape == (17, 12, 3)
+        np.testing.assert_allclose(out.asnumpy(), as_u8, atol=1.0)
+        np.testing.assert_allclose(mx.gluon.data.vision.transforms.Resize((12, 17))(mx.nd.array(img, dtype=dtype))
+                                   .asnumpy(), out.asnumpy(), rtol=1e-6)
+    grey = mx.image.imresize(mx.nd.array(img[:, :, 0], dtype="float32"), 12, 17)
+    assert grey.shape == (17, 12)

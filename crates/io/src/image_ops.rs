@@ -1,6 +1,6 @@
 //! `_image_resize` (`mx.nd.image.resize`, used by
 //! `gluon.data.vision.transforms.Resize`): an image (H, W, C) or a batch
-//! (N, H, W, C), uint8 or float32, resized with OpenCV's rules
+//! (N, H, W, C), uint8, float32 or float64 (computed in float32), resized with OpenCV's rules
 //! ([`crate::resize`]), as MXNet 1.9.1 defines the operator: `size` (w, h),
 //! or one number for both sides, or with `keep_ratio` for the shorter side.
 
@@ -73,7 +73,7 @@ fn register() {
     registry::register(
         OpDef::new(OP)
             .alias("_npx__image_resize")
-            .doc("Resizes an image (H, W, C) or a batch (N, H, W, C), uint8 or float32, with OpenCV's interpolation `interp` to `size` (width, height), or to `size` × `size`, or with `keep_ratio` so that the shorter side is `size`.")
+            .doc("Resizes an image (H, W, C) or a batch (N, H, W, C), uint8, float32 or float64, with OpenCV's interpolation `interp` to `size` (width, height), or to `size` × `size`, or with `keep_ratio` so that the shorter side is `size`.")
             .attr(AttrSpec::optional("size", AttrKind::Ints, Vec::<i64>::new(), "the output (width, height), or one size for both"))
             .attr(AttrSpec::optional("keep_ratio", AttrKind::Bool, false, "with one size: resize the shorter side to it, keeping the aspect ratio"))
             .attr(AttrSpec::optional("interp", AttrKind::Int, 1i64, "OpenCV's interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos, 9 auto"))
@@ -88,7 +88,11 @@ fn register() {
                 let y = match x.dtype() {
                     DType::U8 => resize_all::<u8>(x, ctx.attrs)?,
                     DType::F32 => resize_all::<f32>(x, ctx.attrs)?,
-                    other => return Err(Error::DType(format!("{OP}: data must be uint8 or float32, got {other}"))),
+                    // computed in float32 (OpenCV computes float64 images in double)
+                    DType::F64 => resize_all::<f32>(&x.astype(DType::F32)?, ctx.attrs)?.astype(DType::F64)?,
+                    other => {
+                        return Err(Error::DType(format!("{OP}: data must be uint8, float32 or float64, got {other}")))
+                    }
                 };
                 store(ctx.req[0], &outs[0], &y)
             }),

@@ -12,10 +12,15 @@ import random
 import numpy as np
 
 from .. import _oxnet
-from ..base import numeric_types
+from ..base import MXNetError, numeric_types
 
 __all__ = ["imread", "imdecode", "imresize", "scale_down", "copyMakeBorder", "resize_short", "fixed_crop",
            "random_crop", "center_crop", "color_normalize", "random_size_crop", "imrotate", "random_rotate"]
+
+
+class _ImageFileError(MXNetError, OSError):
+    """An image file that cannot be read: an MXNetError, as MXNet raises,
+    and an OSError, as Python's file functions do."""
 
 
 def _nd():
@@ -51,17 +56,26 @@ def imread(filename, flag=1, to_rgb=1, out=None):
         with open(filename, "rb") as f:
             data = f.read()
     except OSError as e:
-        raise OSError(f"imread: cannot read {filename!r}: {e.strerror}") from e
+        raise _ImageFileError(f"imread: cannot read {filename!r}: {e.strerror}") from e
     return imdecode(data, flag, to_rgb, out)
 
 
 def imresize(src, w, h, interp=1, out=None):
-    """``src`` (a uint8 image NDArray) resized to ``w`` × ``h`` with
-    OpenCV's interpolation ``interp`` (0 nearest, 1 bilinear, 2 bicubic,
-    3 area, 4 Lanczos, 9 auto)."""
+    """``src`` (an image NDArray, (h, w) or (h, w, c); uint8, float32 or
+    float64) resized to ``w`` × ``h`` with OpenCV's interpolation ``interp``
+    (0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos, 9 auto). uint8
+    images follow OpenCV's fixed-point arithmetic bit for bit; float images
+    are computed in float32."""
     nd = _nd()
     src = src if isinstance(src, nd.NDArray) else nd.array(src, dtype="uint8")
-    img = _oxnet.image_resize(src, int(h), int(w), int(interp))
+    if np.dtype(src.dtype) == np.uint8:
+        img = _oxnet.image_resize(src, int(h), int(w), int(interp))
+    else:
+        # the registry operator handles the float types; it wants (h, w, c)
+        grey = src.ndim == 2
+        img = nd.image.resize(src.expand_dims(axis=2) if grey else src, size=(int(w), int(h)), interp=int(interp))
+        if grey:
+            img = img.reshape((int(h), int(w)))
     if out is not None:
         out[:] = img
         return out
