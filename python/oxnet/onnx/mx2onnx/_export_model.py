@@ -3,7 +3,6 @@
 
 import numpy as np
 
-from ...base import MXNetError
 from .._util import require_onnx
 from . import _op_translations  # noqa: F401  (fills the converter table)
 from ._export_onnx import CONVERTERS, OPSET, create_onnx_model
