@@ -169,3 +169,17 @@ def test_names_at_mxnets_module_paths():
     assert mx.io.MXDataIter is mx.io.io.MXDataIter and mx.gluon.tensor_types[1] is mx.nd.NDArray
     with pytest.raises(mx.MXNetError, match="no parameter servers"):
         mx.kvstore.KVStoreServer
+
+
+def test_symbol_eye_and_linspace_as_numpy():
+    np.testing.assert_array_equal(mx.sym.eye(3, 4, k=1).eval()[0].asnumpy(), np.eye(3, 4, k=1))
+    np.testing.assert_array_equal(mx.sym.eye(3, k=-1, dtype="int32").eval()[0].asnumpy(), np.eye(3, k=-1))
+    np.testing.assert_allclose(mx.sym.linspace(1, 2, 5).eval()[0].asnumpy(), np.linspace(1, 2, 5))
+    out = mx.sym.linspace(1, 2, 5, endpoint=False, dtype="float64").eval()[0]
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out.asnumpy(), np.linspace(1, 2, 5, endpoint=False))
+    # a graph node: shapes infer through it, and it survives a JSON round trip
+    net = mx.sym.eye(2) + mx.sym.var("x")
+    assert net.infer_shape(x=(2, 2))[1] == [(2, 2)]
+    again = mx.sym.load_json(net.tojson())
+    np.testing.assert_array_equal(again.eval(x=mx.nd.ones((2, 2)))[0].asnumpy(), np.eye(2) + 1)

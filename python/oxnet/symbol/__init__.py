@@ -16,10 +16,10 @@ from .symbol import Symbol, var, Variable, Group, load, load_json, fromjson, tra
 from ._ops import refresh as _refresh_ops
 from . import contrib, image, linalg, _internal, random
 from . import op, sparse  # noqa: E402  (MXNet's module paths: mx.nd.op.<name>, mx.nd.sparse)
-from ._fill import zeros, ones, full, arange
+from ._fill import zeros, ones, full, arange, eye, linspace
 
 __all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson", "trace",
-           "zeros", "ones", "full", "arange"]
+           "zeros", "ones", "full", "arange", "eye", "linspace"]
 
 _refresh_ops(globals())
 random.refresh(vars(random), globals())

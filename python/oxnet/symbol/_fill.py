@@ -1,5 +1,6 @@
-"""``mx.sym.zeros``, ``mx.sym.ones`` and ``mx.sym.full``: constant-array
-nodes (the ``_zeros``, ``_ones`` and ``_full`` operators), as in MXNet."""
+"""``mx.sym.zeros``, ``ones``, ``full``, ``arange``, ``eye`` and
+``linspace``: constant-array nodes (the ``_zeros``, ``_ones``, ``_full``,
+``_arange``, ``_eye`` and ``_linspace`` operators), as in MXNet."""
 
 
 def _op(name):
@@ -37,3 +38,18 @@ def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, name=None, d
         kwargs["dtype"] = dtype
     return _op("_arange")(start=start, stop="None" if stop is None else stop, step=step, repeat=repeat,
                           infer_range=infer_range, name=name, **kwargs)
+
+
+def eye(N, M=0, k=0, dtype=None, **kwargs):  # noqa: N803  (MXNet's names)
+    """A node holding an ``N`` × ``M`` matrix (``M`` = ``N`` when 0) with
+    ones on the ``k``-th diagonal (the ``_eye`` operator)."""
+    if dtype is not None:
+        kwargs["dtype"] = dtype
+    return _op("_eye")(N=N, M=M, k=k, **kwargs)
+
+
+def linspace(start, stop, num, endpoint=True, name=None, dtype=None):
+    """A node holding ``num`` evenly spaced values from ``start`` to ``stop``
+    (included with ``endpoint``), as ``numpy.linspace`` (``_linspace``)."""
+    kwargs = {"dtype": dtype} if dtype is not None else {}
+    return _op("_linspace")(start=start, stop=stop, num=num, endpoint=endpoint, name=name, **kwargs)

@@ -1,8 +1,10 @@
 //! Array-creation operators without inputs: `_zeros`, `_ones` and `_full`
 //! (MXNet's `mx.sym.zeros`, `mx.sym.ones`, `mx.sym.full`), which let
-//! constant arrays appear in graphs; `_arange` (`mx.sym.arange`).
+//! constant arrays appear in graphs; `_arange` (`mx.sym.arange`), `_eye`
+//! and `_linspace` (`mx.sym.eye`, `mx.sym.linspace`).
 
 mod arange;
+mod eye_linspace;
 
 use oxnet_core::attrs::Attrs;
 use oxnet_core::{registry, AttrKind, AttrSpec, AttrValue, DType, Error, OpDef, Result, Shape};
@@ -84,6 +86,7 @@ pub(crate) fn register() {
     register_fill("_ones", "ones", Some(1.0));
     register_fill("_full", "`value`", None);
     arange::register();
+    eye_linspace::register();
 }
 
 #[cfg(test)]
