@@ -11,7 +11,7 @@
 //! gradient is `out_grad · colᵀ` summed over images, the bias gradient a
 //! sum.
 
-mod params;
+pub(super) mod params;
 mod sampling;
 #[cfg(test)]
 mod tests;

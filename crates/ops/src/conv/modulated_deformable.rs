@@ -23,9 +23,8 @@
 //! sum. MXNet 1.9.1 computes these three gradients on its GPU only; oxnet
 //! computes them everywhere with the same formulas.
 
-use super::geometry::{fmt_tuple, Geom3, Window};
-use super::layout::Layout;
-use super::params::{conv_out_extent, merge, window};
+use super::deformable::params::{infer_for, parse_for, Params as Common, SideInput};
+use super::geometry::Geom3;
 use crate::kernels::matmul::{self, MatmulScalar};
 use num_traits::{Float, NumCast, Zero};
 use oxnet_core::attrs::Attrs;
@@ -42,29 +41,23 @@ const OP: &str = "_contrib_ModulatedDeformableConvolution";
 // ---------------------------------------------------------------------------
 // Attributes
 
-/// The parsed attributes.
+/// The parsed attributes: the deformable convolution's, and `im2col_step`.
 #[derive(Debug, Clone)]
 struct Params {
-    /// The 2-d window (symmetric padding).
-    win: Window,
-    /// Output channels.
-    num_filter: usize,
-    /// Channel groups of the convolution.
-    num_group: usize,
-    /// Channel groups sharing one set of offsets and mask.
-    num_deformable_group: usize,
-    /// No bias input.
-    no_bias: bool,
+    common: Common,
     /// Most images per im2col block (a batch above it must divide by it).
     im2col_step: usize,
 }
 
-impl Params {
-    /// Kernel taps (`kh·kw`).
-    fn taps(&self) -> usize {
-        self.win.taps()
-    }
+impl std::ops::Deref for Params {
+    type Target = Common;
 
+    fn deref(&self) -> &Common {
+        &self.common
+    }
+}
+
+impl Params {
     /// Channels of the mask input: one per tap and deformable group.
     fn mask_channels(&self) -> usize {
         self.num_deformable_group * self.taps()
@@ -76,142 +69,33 @@ fn parse(attrs: &Attrs) -> Result<Params> {
     if let Some(p) = attrs.prepared::<Params>() {
         return Ok(p.clone());
     }
-    let win = window(OP, attrs)?;
-    if win.nd() != 2 {
-        return Err(Error::attr(
-            "kernel",
-            format!("{OP}: only 2-d kernels (kh, kw) are supported, got kernel {}", fmt_tuple(&win.kernel)),
-        ));
-    }
-    Layout::parse(OP, attrs.str("layout")?, &["NCHW"])?;
-    let mut counts = [0usize; 4];
-    for (slot, name) in
-        counts.iter_mut().zip(["num_filter", "num_group", "num_deformable_group", "im2col_step"])
-    {
-        let v = attrs.int(name)?;
-        if v < 1 {
-            return Err(Error::attr(name, format!("{OP}: {name} must be at least 1, got {v}")));
-        }
-        *slot = v as usize;
-    }
-    let [num_filter, num_group, num_deformable_group, im2col_step] = counts;
-    if !num_filter.is_multiple_of(num_group) {
-        return Err(Error::attr(
-            "num_filter",
-            format!("{OP}: num_filter={num_filter} must be a multiple of num_group={num_group}"),
-        ));
-    }
+    let (common, extra) = parse_for(OP, attrs, &["im2col_step"])?;
     let workspace = attrs.int("workspace")?;
     if workspace < 0 {
         return Err(Error::attr("workspace", format!("{OP}: workspace must be at least 0, got {workspace}")));
     }
-    Ok(Params {
-        win,
-        num_filter,
-        num_group,
-        num_deformable_group,
-        no_bias: attrs.bool("no_bias")?,
-        im2col_step,
-    })
-}
-
-/// Errs unless `shape` (when known) is 4-d; `what` names the array and
-/// `axes` its axes.
-fn check_4d(shape: &Option<Shape>, what: &str, axes: &str) -> Result<()> {
-    match shape {
-        Some(s) if s.len() != 4 => {
-            Err(Error::Shape(format!("{OP}: {what} must be 4-d ({axes}), got shape {}", fmt_tuple(s))))
-        }
-        _ => Ok(()),
-    }
+    Ok(Params { common, im2col_step: extra[0] })
 }
 
 /// Shape inference over complete or partial shapes (0: unknown), inputs
-/// (data, offset, mask, weight[, bias]): weight `(num_filter,
-/// C/num_group, kh, kw)` and bias `(num_filter,)` from the data; the
-/// output `(N, num_filter, Ho, Wo)` with Convolution's extents, the offset
-/// `(N, num_deformable_group·2·kh·kw, Ho, Wo)` and the mask `(N,
-/// num_deformable_group·kh·kw, Ho, Wo)`. Backwards, the data's channels
-/// come from the weight, its batch from the output, offset or mask, and
-/// its extents from theirs where the stride is 1 (as MXNet does).
+/// (data, offset, mask, weight[, bias]), as the deformable convolution's
+/// (`infer_for`) with the mask `(N, num_deformable_group·kh·kw, Ho, Wo)`
+/// beside the offset `(N, num_deformable_group·2·kh·kw, Ho, Wo)`.
 fn infer_shape(attrs: &Attrs, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
     let p = parse(attrs)?;
-    check_4d(&ins[0], "data", "batch, channel, height, width")?;
-    check_4d(&ins[1], "offset", "batch, num_deformable_group·2·kh·kw, out_height, out_width")?;
-    check_4d(&ins[2], "mask", "batch, num_deformable_group·kh·kw, out_height, out_width")?;
-    check_4d(&ins[3], "weight", "num_filter, channel/num_group, kh, kw")?;
-    check_4d(&outs[0], "the output", "batch, num_filter, out_height, out_width")?;
-    if ins[..4].iter().all(Option::is_none) && outs[0].is_none() {
-        return Ok(());
-    }
-    // what the output, the offset and the mask tell about the output's extents
-    let mut seen = outs[0].as_ref().map_or(vec![0; 4], |s| s.to_vec());
-    for known in [&ins[1], &ins[2]].into_iter().flatten() {
-        for a in [0, 2, 3] {
-            if seen[a] == 0 {
-                seen[a] = known[a];
-            }
-        }
-    }
-    let mut data = ins[0].as_ref().map_or(vec![0; 4], |s| s.to_vec());
-    if data[1] == 0 {
-        data[1] = ins[3].as_ref().map_or(0, |w| w[1] * p.num_group);
-    }
-    if data[0] == 0 {
-        data[0] = seen[0];
-    }
-    for i in 0..2 {
-        let (span, pad, out) = (p.win.span(i), 2 * p.win.pad_before[i], seen[2 + i]);
-        if data[2 + i] == 0 && out != 0 && p.win.stride[i] == 1 && out + span > pad + 1 {
-            data[2 + i] = out + span - 1 - pad;
-        }
-    }
-    for (groups, name) in [(p.num_group, "num_group"), (p.num_deformable_group, "num_deformable_group")] {
-        if data[1] != 0 && !data[1].is_multiple_of(groups) {
-            return Err(Error::Shape(format!(
-                "{OP}: data has {} channels (shape {}), not a multiple of {name}={groups}",
-                data[1],
-                fmt_tuple(&data)
-            )));
-        }
-    }
-    if data[0] > p.im2col_step && !data[0].is_multiple_of(p.im2col_step) {
-        return Err(Error::Shape(format!(
-            "{OP}: a batch of {} images (data shape {}) larger than im2col_step={} must be a multiple of it",
-            data[0],
-            fmt_tuple(&data),
-            p.im2col_step
-        )));
-    }
-    let context = || {
-        format!(
-            "data of shape {} with kernel {}, num_filter={}, num_group={}, num_deformable_group={}",
-            fmt_tuple(&data),
-            fmt_tuple(&p.win.kernel),
-            p.num_filter,
-            p.num_group,
-            p.num_deformable_group
-        )
-    };
-    let what = |name: &str| format!("{OP}: {name}");
-    let mut weight = vec![p.num_filter, data[1] / p.num_group];
-    weight.extend_from_slice(&p.win.kernel);
-    merge(&mut ins[3], &weight, &what("weight"), context)?;
-    if !p.no_bias {
-        merge(&mut ins[4], &[p.num_filter], &what("bias"), context)?;
-    }
-    let mut out = vec![data[0], p.num_filter, seen[2], seen[3]];
-    for i in 0..2 {
-        if data[2 + i] != 0 {
-            out[2 + i] = conv_out_extent(OP, &p.win, i, data[2 + i], &data)?;
-        }
-    }
-    merge(&mut outs[0], &out, &what("the output"), context)?;
-    let out = outs[0].as_ref().map_or(out, |s| s.to_vec());
-    merge(&mut ins[1], &[out[0], 2 * p.mask_channels(), out[2], out[3]], &what("offset"), context)?;
-    merge(&mut ins[2], &[out[0], p.mask_channels(), out[2], out[3]], &what("mask"), context)?;
-    merge(&mut ins[0], &data, &what("data"), context)?;
-    Ok(())
+    let sides = [
+        SideInput {
+            channels: 2 * p.mask_channels(),
+            name: "offset",
+            axes: "batch, num_deformable_group·2·kh·kw, out_height, out_width",
+        },
+        SideInput {
+            channels: p.mask_channels(),
+            name: "mask",
+            axes: "batch, num_deformable_group·kh·kw, out_height, out_width",
+        },
+    ];
+    infer_for(OP, &p, Some(p.im2col_step), &sides, ins, outs)
 }
 
 // ---------------------------------------------------------------------------
