@@ -2,6 +2,8 @@
 (shared memory, every job under a timeout), and a world of one without a
 launcher."""
 
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -27,6 +29,37 @@ def test_without_a_launcher_the_world_is_one_process():
     out = nd.zeros((2,))
     kv.pull("w", out=out)
     assert out.asnumpy().tolist() == [3.0, 3.0]
+
+
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_backward_announces_each_gradient_as_it_completes(hybrid):
+    # the signals the distributed store's communication thread reads
+    from oxnet import _oxnet, autograd, gluon
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Dense(4, in_units=3), gluon.nn.Dense(2, in_units=4))
+    net.initialize()
+    if hybrid:
+        net.hybridize()
+    params = list(net.collect_params().values())  # weight, bias of each layer
+    signals = _oxnet.GradSignals()
+    assert signals.watch([p.data() for p in params], [p.grad() for p in params]) == [True] * 4
+    other = nd.zeros((3,))
+    other.attach_grad(grad_req="add")
+    assert signals.watch([other, params[0].data()], [other.grad, params[1].grad()]) == [False, False]
+    for _ in range(2):
+        with autograd.record():
+            loss = net(nd.ones((5, 3))).sum()
+        loss.backward()
+        got = [signals.get(timeout=5) for _ in range(4)]
+        assert sorted(got[:2]) == [2, 3] and sorted(got[2:]) == [0, 1], got  # the last layer first
+        assert signals.get(timeout=0) is None
+    signals.unwatch([p.data() for p in params])
+    with autograd.record():
+        loss = net(nd.ones((5, 3))).sum()
+    loss.backward()
+    assert signals.get(timeout=0) is None
+    signals.post(-1)
+    assert signals.get() == -1
 
 
 def test_dist_async_says_why_it_is_not_offered():
@@ -284,3 +317,71 @@ MODULE = """
 def test_module_fit_with_dist_sync_equals_one_process_on_the_global_batch(tmp_path):
     _, out = run_ranks(2, MODULE, tmp_path)
     assert out.count("module ok") == 2, out
+
+
+OVERLAP = """
+    import numpy as np
+    import oxnet as mx
+    from oxnet import autograd, gluon, nd
+    w = mx.distributed.world()
+    r, n = w.rank, w.size
+    rng = np.random.RandomState(0)
+    data, label = rng.randn(12, 6).astype("float32"), rng.randn(12, 2).astype("float32")
+
+    def train(kvstore, rows, hybrid, twice=False, steps=4):
+        mx.random.seed(7)
+        net = gluon.nn.HybridSequential(prefix="net_")  # the same names on every rank (the Trainer sorts them)
+        with net.name_scope():
+            net.add(gluon.nn.Dense(8, activation="tanh"), gluon.nn.Dense(5, activation="relu"), gluon.nn.Dense(2))
+        net.initialize(mx.init.Xavier())
+        if hybrid:
+            net.hybridize()
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1}, kvstore=kvstore)
+        x, y = nd.array(data[rows]), nd.array(label[rows])
+        for _ in range(steps):
+            if twice:  # a pass whose gradients the step must not use (grad_req write: the next overwrites)
+                with autograd.record():
+                    gluon.loss.L2Loss()(net(x * 3), y).backward()
+            with autograd.record():
+                loss = gluon.loss.L2Loss()(net(x), y)
+            loss.backward()
+            trainer.step(len(data))
+        return [p.data().asnumpy() for p in net.collect_params().values()], trainer
+
+    rows = np.arange(len(data))[r::n]
+    for hybrid in (False, True):
+        for twice in (False, True):
+            weights, trainer = train("dist_sync", rows, hybrid, twice)
+            overlap = trainer._kvstore._plan.overlap
+            if OVERLAP_ON:
+                # one bucket per parameter (OXNET_BUCKET_BYTES): five of six summed during backward
+                assert len(overlap.buckets) == 6 and all(overlap.watched), overlap.buckets
+                assert overlap.early == 5 * 3, (hybrid, twice, overlap.early)  # steps 2-4 (the plan is made at 1)
+                assert overlap.redone == (3 if twice else 0), (hybrid, twice, overlap.redone)
+                # cut along backward's order after step 2: the last layer's parameters first, the first's last
+                names = sorted(trainer._param2idx)
+                layers = [names[b[0]][len("net_"):len("net_dense0")] for b in overlap.buckets]
+                assert layers == ["dense2"] * 2 + ["dense1"] * 2 + ["dense0"] * 2, layers
+            else:
+                assert overlap is None
+            everyone = w.allgather_object(weights)
+            for other in everyone[1:]:
+                for a, b in zip(other, everyone[0]):
+                    np.testing.assert_array_equal(a, b)
+            if r == 0:
+                single, _ = train(None, np.arange(len(data)), hybrid, twice)
+                for a, b in zip(weights, single):
+                    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    print("overlap ok", r)
+"""
+
+
+@pytest.mark.parametrize("n,overlap", [(2, "1"), (3, "1"), (2, "0")])
+def test_gradients_are_summed_while_backward_runs(tmp_path, n, overlap, monkeypatch):
+    # one bucket per parameter: the buckets of the later layers are summed
+    # during backward; a second backward pass before the step is noticed
+    # and its gradients summed again; the weights equal one process's
+    monkeypatch.setenv("OXNET_OVERLAP", overlap)
+    monkeypatch.setenv("OXNET_BUCKET_BYTES", "8")
+    _, out = run_ranks(n, f"OVERLAP_ON = {overlap == '1'}\n" + textwrap.dedent(OVERLAP), tmp_path)
+    assert out.count("overlap ok") == n, out

@@ -73,7 +73,8 @@ pub use error::{Error, Result};
 pub use half;
 pub use ndarray::{NDArray, SliceSpec};
 pub use op::{
-    BackwardArgs, BackwardDeps, GradCtx, GradInto, Gradient, OpContext, OpDef, OpState, Req, Resource,
+    BackwardArgs, BackwardDeps, GradCtx, GradInto, Gradient, OpContext, OpDef, OpState, ReadyFn, Req,
+    Resource,
 };
 pub use shape::Shape;
 

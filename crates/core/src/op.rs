@@ -152,17 +152,63 @@ pub struct GradCtx<'a> {
 /// that input's gradient there and return `None` for it, which saves the
 /// backward pass a copy (a cached graph's rule does); a rule that ignores
 /// the offer returns the gradient as usual.
-#[derive(Debug, Default)]
+///
+/// A buffer may come with a *ready* callback (the backward pass's
+/// [gradient-ready hook](crate::autograd::set_grad_ready_hook)): a rule
+/// that computes its gradients in several steps calls
+/// [`finished`](Self::finished) as soon as one of them is complete in its
+/// buffer, so that a data-parallel trainer can start summing it over the
+/// workers while the rest of the backward pass still runs.
+#[derive(Default)]
 pub struct GradInto {
     buffers: Vec<Option<NDArray>>,
     stored: Vec<std::sync::atomic::AtomicBool>,
+    ready: Vec<Option<ReadyFn>>,
+    announced: Vec<std::sync::atomic::AtomicBool>,
+}
+
+/// A callback run once a gradient is complete in its buffer.
+pub type ReadyFn = Arc<dyn Fn() + Send + Sync>;
+
+impl std::fmt::Debug for GradInto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GradInto").field("buffers", &self.buffers).field("stored", &self.stored).finish()
+    }
 }
 
 impl GradInto {
     /// Offers `buffers[i]` for input `i`'s gradient.
     pub fn new(buffers: Vec<Option<NDArray>>) -> Self {
-        let stored = buffers.iter().map(|_| std::sync::atomic::AtomicBool::new(false)).collect();
-        Self { buffers, stored }
+        let ready = vec![None; buffers.len()];
+        Self::with_ready(buffers, ready)
+    }
+
+    /// Offers `buffers[i]` for input `i`'s gradient, with `ready[i]` to run
+    /// once that gradient is complete there (see [`finished`](Self::finished)).
+    pub fn with_ready(buffers: Vec<Option<NDArray>>, mut ready: Vec<Option<ReadyFn>>) -> Self {
+        let flags = || buffers.iter().map(|_| std::sync::atomic::AtomicBool::new(false)).collect::<Vec<_>>();
+        ready.resize(buffers.len(), None);
+        Self { stored: flags(), announced: flags(), ready, buffers }
+    }
+
+    /// Declares input `i`'s gradient complete in its offered buffer (the
+    /// rule wrote it there, in full, by some means of its own) and runs its
+    /// ready callback, once. Nothing happens when no buffer is offered.
+    pub fn finished(&self, i: usize) {
+        if self.offered(i).is_none() {
+            return;
+        }
+        self.stored[i].store(true, std::sync::atomic::Ordering::Release);
+        if !self.announced[i].swap(true, std::sync::atomic::Ordering::AcqRel) {
+            if let Some(ready) = &self.ready[i] {
+                ready();
+            }
+        }
+    }
+
+    /// True when input `i`'s ready callback has run.
+    pub fn was_announced(&self, i: usize) -> bool {
+        self.announced.get(i).is_some_and(|a| a.load(std::sync::atomic::Ordering::Acquire))
     }
 
     /// The buffer offered for input `i`, if any.

@@ -259,7 +259,16 @@ fn cached_op_def(
                         })
                         .collect();
                     exe.redirect_gradients(&offered)?;
-                    let values = exe.backward_values(&heads)?.unwrap_or_default();
+                    // each gradient written into its variable's buffer is
+                    // announced at once (a data-parallel trainer starts
+                    // summing it while the later steps run)
+                    let values = exe
+                        .backward_values(&heads, &mut |i| {
+                            if let Some(into) = g.grad_into {
+                                into.finished(i);
+                            }
+                        })?
+                        .unwrap_or_default();
                     let grads = values
                         .iter()
                         .zip(g.needs_grad)

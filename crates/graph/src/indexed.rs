@@ -26,7 +26,19 @@ pub struct IndexedGraph {
 impl IndexedGraph {
     /// Numbers the graph reachable from `heads`.
     pub fn new(heads: &[Entry]) -> Result<IndexedGraph> {
-        let order = topo_order(heads);
+        let all: Vec<usize> = (0..heads.len()).collect();
+        Self::visiting(heads, &all)
+    }
+
+    /// Numbers the graph reachable from `heads`, visiting the heads in the
+    /// order `visit` lists their positions (every position once; the
+    /// `heads` field keeps their own order). The visit decides the order of
+    /// the nodes: an executor that visits its gradient heads last argument
+    /// first computes the gradients of later layers early.
+    pub fn visiting(heads: &[Entry], visit: &[usize]) -> Result<IndexedGraph> {
+        debug_assert_eq!(visit.len(), heads.len());
+        let visited: Vec<Entry> = visit.iter().map(|&i| heads[i].clone()).collect();
+        let order = topo_order(&visited);
         let index: HashMap<usize, usize> =
             order.iter().enumerate().map(|(i, n)| (Arc::as_ptr(n) as usize, i)).collect();
         let id = |n: &Arc<Node>| index[&(Arc::as_ptr(n) as usize)];

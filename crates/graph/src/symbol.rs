@@ -286,6 +286,12 @@ impl Symbol {
         IndexedGraph::new(&self.outputs)
     }
 
+    /// The numbered graph, its outputs visited in the order `visit` lists
+    /// them (see [`IndexedGraph::visiting`]).
+    pub(crate) fn indexed_visiting(&self, visit: &[usize]) -> Result<IndexedGraph> {
+        IndexedGraph::visiting(&self.outputs, visit)
+    }
+
     /// Names of the arguments (variables that are not aux states), in MXNet's order.
     pub fn list_arguments(&self) -> Result<Vec<String>> {
         let g = self.indexed()?;

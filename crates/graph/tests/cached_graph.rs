@@ -299,3 +299,69 @@ fn gradients_follow_the_buffers_offered_pass_after_pass() {
     near(values(&b2), &g2);
     near(values(&strided), &g1);
 }
+
+/// Inside a cached graph, each gradient written straight into its
+/// variable's buffer is announced by the graph step that completes it
+/// (gradient-ready hooks), while the later steps still run: the second
+/// layer's weight before the first layer's is written.
+#[test]
+fn gradient_ready_hooks_run_between_the_steps_of_a_cached_graph() {
+    let x = Symbol::var("x");
+    let fc = |input: Symbol, w: &str, name: &str| {
+        Symbol::compose_op(
+            "FullyConnected",
+            &[input, Symbol::var(w)],
+            &[],
+            vec![("num_hidden".into(), "3".into()), ("no_bias".into(), "True".into())],
+            Some(name),
+            Default::default(),
+        )
+        .unwrap()
+    };
+    let h = Symbol::op("tanh", &[&fc(x, "w1", "fc1")], &[], Some("t")).unwrap();
+    let cg = CachedGraph::new(&fc(h, "w2", "fc2")).unwrap();
+    let (x, w1) = data();
+    let w2 = invoke1("_mul_scalar", &[&w1], &[("scalar", (-0.5).into())]).unwrap();
+    let (w1e, w2e) = (w1.copy().unwrap(), w2.copy().unwrap());
+    for w in [&w1, &w2, &w1e, &w2e] {
+        w.attach_grad(Req::Write).unwrap();
+    }
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    for (name, w) in [("w1", &w1), ("w2", &w2)] {
+        let (log, a, b) = (log.clone(), w1.clone(), w2.clone());
+        let hook = std::sync::Arc::new(move || {
+            log.lock().unwrap().push((
+                name,
+                a.grad().unwrap().copy().unwrap(),
+                b.grad().unwrap().copy().unwrap(),
+            ));
+        });
+        assert!(autograd::set_grad_ready_hook(w, Some(hook)));
+    }
+    let loss = {
+        let _rec = autograd::record();
+        invoke1("sum", &[&cg.call(&[&x, &w1, &w2]).unwrap()[0]], &[]).unwrap()
+    };
+    loss.backward().unwrap();
+    let eager = {
+        let _rec = autograd::record();
+        let h1 = invoke1(
+            "tanh",
+            &[&invoke1("FullyConnected", &[&x, &w1e], &[("num_hidden", 3.into()), ("no_bias", true.into())])
+                .unwrap()],
+            &[],
+        )
+        .unwrap();
+        let y =
+            invoke1("FullyConnected", &[&h1, &w2e], &[("num_hidden", 3.into()), ("no_bias", true.into())])
+                .unwrap();
+        invoke1("sum", &[&y], &[]).unwrap()
+    };
+    eager.backward().unwrap();
+    let log = log.lock().unwrap();
+    assert_eq!(log.iter().map(|e| e.0).collect::<Vec<_>>(), ["w2", "w1"]);
+    close(&log[0].2, &w2e.grad().unwrap(), 1e-12);
+    assert!(log[0].1.to_vec::<f64>().unwrap().iter().all(|v| *v == 0.0), "w1's gradient was written early");
+    close(&log[1].1, &w1e.grad().unwrap(), 1e-12);
+    close(&w1.grad().unwrap(), &w1e.grad().unwrap(), 1e-12);
+}

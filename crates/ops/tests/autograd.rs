@@ -258,3 +258,87 @@ fn fully_connected_gradients_land_in_sole_variables_buffers() {
     close(&w.grad().unwrap().to_vec::<f64>().unwrap(), &plus_one, 1e-12);
     close(&b.grad().unwrap().to_vec::<f64>().unwrap(), &[2.0, 2.0], 1e-12);
 }
+
+/// Records each hook's run: the variable's name and its gradient buffer,
+/// and the other variable's buffer, at that moment.
+type HookLog = std::sync::Arc<std::sync::Mutex<Vec<(&'static str, Vec<f64>, Vec<f64>)>>>;
+
+fn log_ready(log: &HookLog, name: &'static str, x: &NDArray, other: &NDArray) {
+    let (log, var, other) = (log.clone(), x.clone(), other.clone());
+    let hook = std::sync::Arc::new(move || {
+        let mine = var.grad().unwrap().to_vec::<f64>().unwrap();
+        let theirs = other.grad().unwrap().to_vec::<f64>().unwrap();
+        log.lock().unwrap().push((name, mine, theirs));
+    });
+    assert!(autograd::set_grad_ready_hook(x, Some(hook)));
+}
+
+/// A gradient-ready hook runs once per backward pass, as soon as its
+/// variable's gradient is complete in the buffer: `w2` (read late in the
+/// forward pass) is announced while `w1`'s gradient is still unwritten,
+/// and `w1`, read twice, only after both contributions.
+#[test]
+fn gradient_ready_hooks_run_as_each_gradient_completes() {
+    let x = arr(&[0.5, -1.0, 2.0]);
+    let (w1, w2) = (arr(&[0.3, 0.7, -0.2]), arr(&[1.5, -0.4, 0.9]));
+    w1.attach_grad(Req::Write).unwrap();
+    w2.attach_grad(Req::Write).unwrap();
+    let log: HookLog = Default::default();
+    log_ready(&log, "w1", &w1, &w2);
+    log_ready(&log, "w2", &w2, &w1);
+    assert!(!autograd::set_grad_ready_hook(&x, None), "x is no variable");
+    let forward = || {
+        let _r = autograd::record();
+        let h = invoke1("elemwise_mul", &[&w1, &x], &[]).unwrap();
+        let y = invoke1("elemwise_mul", &[&invoke1("sin", &[&h], &[]).unwrap(), &w2], &[]).unwrap();
+        let extra = invoke1("sum", &[&w1], &[]).unwrap();
+        invoke1("elemwise_add", &[&invoke1("sum", &[&y], &[]).unwrap(), &extra], &[]).unwrap()
+    };
+    // d/dw1 = cos(w1 x) x w2 + 1, d/dw2 = sin(w1 x)
+    let (xs, a, b): ([f64; 3], [f64; 3], [f64; 3]) = ([0.5, -1.0, 2.0], [0.3, 0.7, -0.2], [1.5, -0.4, 0.9]);
+    let g1: Vec<f64> = (0..3).map(|i| (a[i] * xs[i]).cos() * xs[i] * b[i] + 1.0).collect();
+    let g2: Vec<f64> = (0..3).map(|i| (a[i] * xs[i]).sin()).collect();
+    forward().backward().unwrap();
+    {
+        let log = log.lock().unwrap();
+        assert_eq!(log.iter().map(|e| e.0).collect::<Vec<_>>(), ["w2", "w1"]);
+        close(&log[0].1, &g2, 1e-12);
+        close(&log[0].2, &[0.0; 3], 0.0); // w1's gradient was not complete yet
+        close(&log[1].1, &g1, 1e-12);
+    }
+    assert_eq!(autograd::fresh_grad(&w2), Some(true));
+    // autograd.grad leaves the buffers (and the hooks) alone
+    let y = forward();
+    autograd::grad(&[&y], &[&w1], &[], BackwardOptions::default()).unwrap();
+    assert_eq!(log.lock().unwrap().len(), 2);
+    // a removed hook no longer runs
+    autograd::set_grad_ready_hook(&w2, None);
+    forward().backward().unwrap();
+    assert_eq!(log.lock().unwrap().iter().map(|e| e.0).collect::<Vec<_>>(), ["w2", "w1", "w1"]);
+}
+
+/// With `grad_req='add'` the hook runs after the pass has added its whole
+/// contribution (two uses of the variable) into the buffer.
+#[test]
+fn gradient_ready_hooks_see_accumulated_gradients() {
+    let w = arr(&[1.0, 2.0]);
+    w.attach_grad(Req::Add).unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (s, wc) = (seen.clone(), w.clone());
+    autograd::set_grad_ready_hook(
+        &w,
+        Some(std::sync::Arc::new(move || {
+            s.lock().unwrap().push(wc.grad().unwrap().to_vec::<f64>().unwrap())
+        })),
+    );
+    for _ in 0..2 {
+        let y = {
+            let _r = autograd::record();
+            let sq = invoke1("elemwise_mul", &[&w, &w], &[]).unwrap();
+            invoke1("sum", &[&invoke1("elemwise_add", &[&sq, &w], &[]).unwrap()], &[]).unwrap()
+        };
+        y.backward().unwrap();
+    }
+    // 2w + 1 per pass, accumulated
+    assert_eq!(*seen.lock().unwrap(), vec![vec![3.0, 5.0], vec![6.0, 10.0]]);
+}

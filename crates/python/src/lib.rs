@@ -22,6 +22,7 @@ mod dlpack;
 mod dtype;
 mod errors;
 mod features;
+mod grad_signals;
 mod image;
 mod indexing;
 mod init;
@@ -44,6 +45,7 @@ use pyo3::prelude::*;
 fn _oxnet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MXNetError", m.py().get_type::<errors::MXNetError>())?;
     m.add_class::<array::PyNDArray>()?;
+    m.add_class::<grad_signals::GradSignals>()?;
     m.add_function(wrap_pyfunction!(array::ndarray_from_state, m)?)?;
     m.add_class::<invoke::OpHandle>()?;
     m.add_function(wrap_pyfunction!(invoke::op_handle, m)?)?;

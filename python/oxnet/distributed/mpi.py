@@ -139,6 +139,18 @@ class MPICommunicator(Communicator):
         self._last_agreed = None  # (value, digest) of the last agree: a training loop repeats it
         self._install_abort_on_error()
 
+    def duplicate(self):
+        """A communicator over the same ranks with its own MPI communicator
+        (``MPI_Comm_dup``: a collective, every rank calls it together) and
+        fusion buffers: a communication thread's collectives on it never
+        match the main thread's."""
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other._comm = self._comm.Dup()
+        other._fusion = {}
+        other._last_agreed = None
+        return other
+
     def _install_abort_on_error(self):
         previous = sys.excepthook
         comm, rank, size = self._comm, self.rank, self.size

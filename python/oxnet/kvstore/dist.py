@@ -28,6 +28,7 @@ from .. import ndarray as nd
 from .. import optimizer as opt
 from ..base import MXNetError
 from .kvstore import KVStore
+from .overlap import GradientOverlap, overlap_enabled
 
 __all__ = ["DistKVStore", "DIST_TYPES"]
 
@@ -86,7 +87,10 @@ class DistKVStore(KVStore):
         if plan is None:
             super().pushpull(key, value, out=out, priority=priority)
             return
-        self._comm.allreduce_into(plan.grads, plan.sums)
+        if plan.overlap is not None:
+            plan.overlap.finish()  # most buckets were summed during backward
+        else:
+            self._comm.allreduce_into(plan.grads, plan.sums)
         self._updater(plan.updater_keys, plan.sums, plan.weights)
         plan.copy_weights_out()
 
@@ -98,7 +102,7 @@ class DistKVStore(KVStore):
         plan = self._plan
         if plan is not None and plan.matches(key, value, out):
             return plan
-        self._plan = None
+        self._drop_plan()
         if not (len(value) == len(key) == len(out)
                 and all(type(v) is list and len(v) == 1 and type(o) is list and len(o) == 1
                         for v, o in zip(value, out))):
@@ -116,10 +120,22 @@ class DistKVStore(KVStore):
         for (_, g), (_, o), w in zip(vpairs, opairs, stored):
             if g.dtype != w.dtype or o.dtype != w.dtype or g.context != w.context:
                 return None
-        self._check_keys("push", list(key), mode="checked once (steady)")
-        self._plan = _StepPlan(key, [g for _, g in vpairs], [o for _, o in opairs], stored,
-                               [self._updater_key(k) for k in key])
-        return self._plan
+        plan = _StepPlan(key, [g for _, g in vpairs], [o for _, o in opairs], stored,
+                         [self._updater_key(k) for k in key])
+        overlap = overlap_enabled(self._comm)
+        mode = ("checked once (steady)", overlap and GradientOverlap.layout(plan.grads))
+        self._check_keys("push", list(key), mode=mode)
+        if overlap:
+            # the outs are the parameters (update on the store): their
+            # gradients are announced by backward and summed as they come
+            plan.overlap = GradientOverlap(self._comm, plan.outs, plan.grads, plan.sums)
+        self._plan = plan
+        return plan
+
+    def _drop_plan(self):
+        if self._plan is not None and self._plan.overlap is not None:
+            self._plan.overlap.close()
+        self._plan = None
 
     def _push_groups(self, groups):
         keys = list(groups)
@@ -183,6 +199,7 @@ class _StepPlan:
         small = [(w, o) for w, o in zip(weights, outs) if w.size < self.LARGE]
         self.small_weights = [w for w, _ in small]
         self.small_outs = [o for _, o in small]
+        self.overlap = None  # a GradientOverlap summing the gradients while backward runs
         self.packed = None  # (typestr, scratch, address, nbytes) once the small ones are known to pack
         if len(small) > 1:
             try:

@@ -18,6 +18,6 @@ pub use mode::{
 pub use recorded::{recorded_graph, RecordedCall, RecordedGraph, RecordedInput};
 pub use tape::{
     attach_grad, backward, fresh_grad, grad, grad_of, grad_req_of, mark_variables, set_fresh_grad,
-    BackwardOptions,
+    set_grad_ready_hook, BackwardOptions,
 };
 pub(crate) use tape::{record_node, AgEntry};

@@ -3,7 +3,7 @@
 use super::mode;
 use crate::attrs::Attrs;
 use crate::dispatch;
-use crate::op::{BackwardArgs, GradCtx, GradInto, Gradient, OpContext, OpState, Req};
+use crate::op::{BackwardArgs, GradCtx, GradInto, Gradient, OpContext, OpState, ReadyFn, Req};
 use crate::registry::Op;
 use crate::shape::Shape;
 use crate::{DType, Error, NDArray, Result};
@@ -18,11 +18,33 @@ pub(crate) struct Variable {
     /// Set when a backward pass writes the gradient; cleared by whoever
     /// consumes it (the Gluon Trainer, which reports stale gradients).
     fresh: AtomicBool,
+    /// Run by a `backward` pass once this variable's gradient is complete
+    /// in its buffer (see [`set_grad_ready_hook`]).
+    ready: Mutex<Option<ReadyFn>>,
 }
 
 impl Variable {
     fn new(grad: Option<NDArray>, req: Req) -> Variable {
-        Variable { grad, req, fresh: AtomicBool::new(false) }
+        Variable { grad, req, fresh: AtomicBool::new(false), ready: Mutex::new(None) }
+    }
+
+    fn ready_hook(&self) -> Option<ReadyFn> {
+        self.ready.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Stores a backward pass's gradient into the buffer under the request.
+    fn store(&self, g: &NDArray) -> Result<()> {
+        let Some(buf) = &self.grad else { return Ok(()) };
+        match self.req {
+            Req::Null => return Ok(()),
+            Req::Write | Req::Inplace => buf.assign_from(g)?,
+            Req::Add => {
+                let sum = crate::invoke1("elemwise_add", &[buf, g], &[])?;
+                buf.assign_from(&sum)?;
+            }
+        }
+        self.fresh.store(true, Ordering::Release);
+        Ok(())
     }
 }
 
@@ -150,6 +172,25 @@ pub fn set_fresh_grad(x: &NDArray, fresh: bool) {
     }
 }
 
+/// Sets (or with `None` removes) the *gradient-ready hook* of a variable
+/// and returns true; returns false when `x` is no variable. A `backward`
+/// pass runs the hook as soon as the variable's gradient is complete in its
+/// buffer: after the last node that contributes to it, or, inside a cached
+/// graph, after the graph step that writes it, while the rest of the pass
+/// still runs. A data-parallel trainer starts summing the gradient over the
+/// workers from it. The hook runs on the thread of the backward pass and
+/// must return quickly; it does not run for `autograd.grad` (which leaves
+/// the buffers alone) nor for a variable no gradient reached.
+pub fn set_grad_ready_hook(x: &NDArray, hook: Option<ReadyFn>) -> bool {
+    match x.ag_entry() {
+        Some(AgEntry::Var(v)) => {
+            *v.ready.lock().unwrap_or_else(|e| e.into_inner()) = hook;
+            true
+        }
+        _ => false,
+    }
+}
+
 /// The gradient request of a variable.
 pub fn grad_req_of(x: &NDArray) -> Option<Req> {
     match x.ag_entry() {
@@ -228,16 +269,7 @@ pub fn backward(heads: &[&NDArray], head_grads: &[Option<&NDArray>], opts: Backw
         var.fresh.store(true, Ordering::Release);
     }
     for (var, g) in grads.vars.values() {
-        let Some(buf) = &var.grad else { continue };
-        match var.req {
-            Req::Null => continue,
-            Req::Write | Req::Inplace => buf.assign_from(g)?,
-            Req::Add => {
-                let sum = crate::invoke1("elemwise_add", &[buf, g], &[])?;
-                buf.assign_from(&sum)?;
-            }
-        }
-        var.fresh.store(true, Ordering::Release);
+        var.store(g)?;
     }
     Ok(())
 }
@@ -279,6 +311,59 @@ struct Gradients {
     vars: HashMap<usize, (Arc<Variable>, NDArray)>,
     /// Variables whose buffers a node already wrote or added into.
     added_in_place: Vec<Arc<Variable>>,
+}
+
+/// The variables with a gradient-ready hook that a `backward` pass will
+/// reach, with how many input slots of its nodes still have to contribute
+/// to each (by address), and those whose hook already ran.
+#[derive(Default)]
+struct ReadyWatch {
+    pending: HashMap<usize, usize>,
+    announced: std::collections::HashSet<usize>,
+}
+
+impl ReadyWatch {
+    fn new(order: &[Arc<Node>]) -> ReadyWatch {
+        let mut watch = ReadyWatch::default();
+        for entry in order.iter().flat_map(|n| n.parents.iter().flatten()) {
+            if let AgEntry::Var(v) = entry {
+                if v.req != Req::Null && v.grad.is_some() && v.ready_hook().is_some() {
+                    *watch.pending.entry(Arc::as_ptr(v) as usize).or_insert(0) += 1;
+                }
+            }
+        }
+        watch
+    }
+
+    /// After `node`: stores and announces the watched variables whose last
+    /// contribution it was.
+    fn node_done(&mut self, node: &Node, grads: &mut Gradients) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        for p in node.parents.iter().flatten() {
+            let AgEntry::Var(v) = p else { continue };
+            let key = Arc::as_ptr(v) as usize;
+            let Some(left) = self.pending.get_mut(&key) else { continue };
+            *left -= 1;
+            if *left > 0 {
+                continue;
+            }
+            self.pending.remove(&key);
+            let in_place = grads.added_in_place.iter().any(|w| Arc::ptr_eq(w, v));
+            match grads.vars.remove(&key) {
+                Some((var, g)) => var.store(&g)?,
+                None if in_place => v.fresh.store(true, Ordering::Release),
+                None => continue, // no gradient reached it
+            }
+            if self.announced.insert(key) {
+                if let Some(ready) = v.ready_hook() {
+                    ready();
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 fn accumulate(grads: &mut Gradients, entry: &AgEntry, g: NDArray) -> Result<()> {
@@ -377,17 +462,39 @@ fn run(
     }
 
     let order = reverse_topo(&entries);
-    let sole_writes = if into_buffers && !opts.create_graph {
-        sole_write_variables(&entries, &order)
-    } else {
-        std::collections::HashSet::new()
-    };
+    let into_buffers = into_buffers && !opts.create_graph;
+    let sole_writes =
+        if into_buffers { sole_write_variables(&entries, &order) } else { std::collections::HashSet::new() };
+    let mut watch = if into_buffers { ReadyWatch::new(&order) } else { ReadyWatch::default() };
     for node in &order {
+        apply_node(node, &mut grads, &sole_writes, &mut watch, into_buffers, opts)?;
+        watch.node_done(node, &mut grads)?;
+    }
+
+    if !opts.retain_graph {
+        for node in &order {
+            *node.saved.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+    }
+    Ok(grads)
+}
+
+/// Applies one node's gradient during [`run`], accumulating its inputs'
+/// gradients into `grads`.
+fn apply_node(
+    node: &Arc<Node>,
+    grads: &mut Gradients,
+    sole_writes: &std::collections::HashSet<usize>,
+    watch: &mut ReadyWatch,
+    into_buffers: bool,
+    opts: BackwardOptions,
+) -> Result<()> {
+    {
         let out_grads: Vec<Option<NDArray>> = (0..node.out_meta.len())
             .map(|i| grads.all.get(&(Arc::as_ptr(node) as usize, i)).cloned())
             .collect();
         if out_grads.iter().all(Option::is_none) {
-            continue;
+            return Ok(());
         }
         let needs: Vec<bool> = node
             .parents
@@ -399,7 +506,7 @@ fn run(
             })
             .collect();
         if !needs.iter().any(|n| *n) {
-            continue;
+            return Ok(());
         }
         // Variables with grad_req 'add' that a backward kernel adds into directly.
         let add_into: Vec<Option<Arc<Variable>>> = node
@@ -431,10 +538,22 @@ fn run(
                 _ => None,
             })
             .collect();
-        let grad_into = offers
-            .iter()
-            .any(Option::is_some)
-            .then(|| GradInto::new(offers.iter().map(|v| v.as_ref().and_then(|v| v.grad.clone())).collect()));
+        let grad_into = offers.iter().any(Option::is_some).then(|| {
+            let buffers = offers.iter().map(|v| v.as_ref().and_then(|v| v.grad.clone())).collect();
+            // a watched variable's hook runs when the rule finishes its buffer
+            let ready = offers
+                .iter()
+                .map(|v| {
+                    let v = v.as_ref().filter(|v| watch.pending.contains_key(&(Arc::as_ptr(v) as usize)))?;
+                    let (var, hook) = (v.clone(), v.ready_hook()?);
+                    Some(Arc::new(move || {
+                        var.fresh.store(true, Ordering::Release);
+                        hook();
+                    }) as ReadyFn)
+                })
+                .collect();
+            GradInto::with_ready(buffers, ready)
+        });
         let in_grads = node_gradient(node, out_grads, &needs, &add_into, grad_into.as_ref(), opts)
             .map_err(|e| e.in_op(&node.op.name))?;
         let stored = offers
@@ -447,20 +566,21 @@ fn run(
                 grads.added_in_place.push(v.clone());
             }
         }
+        for (i, v) in offers.iter().enumerate() {
+            if let (Some(v), Some(into)) = (v, &grad_into) {
+                if into.was_announced(i) {
+                    watch.announced.insert(Arc::as_ptr(v) as usize);
+                }
+            }
+        }
         for (i, g) in in_grads.into_iter().enumerate() {
             let stored = grad_into.as_ref().is_some_and(|g| g.was_stored(i));
             if let (Some(g), Some(parent), true, false) = (g, &node.parents[i], needs[i], stored) {
-                accumulate(&mut grads, parent, g)?;
+                accumulate(grads, parent, g)?;
             }
         }
     }
-
-    if !opts.retain_graph {
-        for node in &order {
-            *node.saved.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        }
-    }
-    Ok(grads)
+    Ok(())
 }
 
 /// Variables with `grad_req='write'` and a buffer that exactly one input

@@ -186,7 +186,13 @@ impl Executor {
             Some(gg) => Symbol::group(&[sym.clone(), gg.symbol.clone()]),
             None => sym.clone(),
         };
-        let graph = full_symbol.indexed()?;
+        // the gradient heads are visited last argument first: the steps then
+        // compute the later layers' gradients as soon as they can, and a
+        // data-parallel trainer starts summing them while the earlier
+        // layers' still compute
+        let n_out = sym.num_outputs();
+        let visit: Vec<usize> = (0..n_out).chain((n_out..full_symbol.num_outputs()).rev()).collect();
+        let graph = full_symbol.indexed_visiting(&visit)?;
         let id_of: HashMap<usize, usize> =
             graph.nodes.iter().enumerate().map(|(i, n)| (Arc::as_ptr(n) as usize, i)).collect();
         // (a head gradient or constant the backward graph does not read is not in it)

@@ -144,7 +144,8 @@ impl Executor {
     }
 
     /// Runs the forward (or backward) operator nodes.
-    fn run_steps(&mut self, backward: bool) -> Result<()> {
+    /// `after_step` runs after each step with its index.
+    fn run_steps(&mut self, backward: bool, after_step: &mut dyn FnMut(usize)) -> Result<()> {
         let range =
             if backward { self.forward_steps.len()..self.steps.len() } else { 0..self.forward_steps.len() };
         let is_train = autograd::is_training();
@@ -193,6 +194,7 @@ impl Executor {
                 }
             };
             result.map_err(|e| e.in_node(&node.name, &call.op.name))?;
+            after_step(i);
             if let Some(monitor) = self.monitor.as_mut() {
                 // As MXNet names them: a forward node's outputs by output
                 // name, a backward kernel's as `<forward node>_backward_output[k]`.
@@ -238,7 +240,7 @@ impl Executor {
     pub fn forward(&mut self, is_train: bool) -> Result<&[NDArray]> {
         let _mode = autograd::pause();
         let _train = if is_train { autograd::train_mode() } else { autograd::predict_mode() };
-        self.run_steps(false)?;
+        self.run_steps(false, &mut |_| {})?;
         self.forwarded = true;
         Ok(&self.outputs)
     }
@@ -252,7 +254,7 @@ impl Executor {
     /// nothing else reads, is written by that step straight into the bound
     /// array when the array is contiguous and shares memory with no input).
     pub fn backward(&mut self, out_grads: &[Option<NDArray>]) -> Result<()> {
-        let Some(values) = self.backward_values(out_grads)? else { return Ok(()) };
+        let Some(values) = self.backward_values(out_grads, &mut |_| {})? else { return Ok(()) };
         for (i, g) in values.iter().enumerate() {
             let (Some(g), Some(dst)) = (g, self.grads[i].clone()) else { continue };
             if g.same_handle(&dst) {
@@ -281,10 +283,13 @@ impl Executor {
     /// where the graph computes one, as a view of the executor's own buffers
     /// (valid until the executor runs again) or the array it was redirected
     /// into ([`redirect_gradients`](Self::redirect_gradients)). `None` when
-    /// every request is `null`.
+    /// every request is `null`. `finished(i)` runs as soon as a step has
+    /// written argument `i`'s gradient, whole, into the array it was
+    /// redirected into (while later steps still run).
     pub(crate) fn backward_values(
         &mut self,
         out_grads: &[Option<NDArray>],
+        finished: &mut dyn FnMut(usize),
     ) -> Result<Option<Vec<Option<NDArray>>>> {
         if !self.forwarded {
             // MXNet runs the backward pass over whatever the forward
@@ -315,7 +320,17 @@ impl Executor {
         }
         let _mode = autograd::pause();
         let _train = autograd::train_mode();
-        self.run_steps(true)?;
+        // (step, argument) for each gradient a step writes into its destination
+
+        let finals: Vec<(usize, usize)> = (0..self.args.len())
+            .filter(|&i| self.redirected[i].is_some())
+            .filter_map(|i| self.redirectable[i].map(|(s, _)| (s, i)))
+            .collect();
+        self.run_steps(true, &mut |s| {
+            for &(_, i) in finals.iter().filter(|(t, _)| *t == s) {
+                finished(i);
+            }
+        })?;
         let values = (0..self.grads.len())
             .map(|i| match (self.grad_entries[i], &self.redirected[i]) {
                 (_, Some(dest)) => Ok(Some(dest.clone())),
