@@ -122,7 +122,8 @@ class DistKVStore(KVStore):
                 return None
         plan = _StepPlan(key, [g for _, g in vpairs], [o for _, o in opairs], stored,
                          [self._updater_key(k) for k in key])
-        overlap = overlap_enabled(self._comm)
+        # (gradients that fit one bucket gain nothing: it is summed at the step)
+        overlap = overlap_enabled(self._comm) and len(GradientOverlap.layout(plan.grads)) > 1
         mode = ("checked once (steady)", overlap and GradientOverlap.layout(plan.grads))
         self._check_keys("push", list(key), mode=mode)
         if overlap:

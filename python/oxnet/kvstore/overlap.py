@@ -24,8 +24,9 @@ step announces gradients again; where one's bucket was already summed the
 step knows it (every worker learns it with the last bucket, in one extra
 element) and all sum every gradient again.
 
-``OXNET_OVERLAP=0`` turns the overlap off (the step then sums everything
-itself, as before); it is on by default where MPI offers threads.
+``OXNET_OVERLAP=1`` turns the overlap on, ``0`` off (the step then sums
+everything itself); by default it is on where each rank on the machine has
+two cores or more and MPI offers threads.
 """
 
 import os
@@ -44,12 +45,19 @@ _STOP = -2
 
 
 def overlap_enabled(comm):
-    """Whether the store overlaps: ``OXNET_OVERLAP`` (``1``/``0``), by default
-    on for more than one worker when MPI gives threads."""
-    raw = os.environ.get("OXNET_OVERLAP", "1").strip().lower()
-    if raw not in ("0", "1", "true", "false", "on", "off"):
-        raise MXNetError(f"OXNET_OVERLAP={raw!r}: expected 1 or 0")
-    wanted = raw in ("1", "true", "on")
+    """Whether the store overlaps: ``OXNET_OVERLAP`` (``1``/``0``); by
+    default where each rank on this machine has at least two cores (the
+    communication thread needs a core of its own: with one, it takes its
+    time from backward, and MPI's waiting spins on it). Only for more than
+    one worker, and when MPI gives threads."""
+    raw = os.environ.get("OXNET_OVERLAP", "").strip().lower()
+    if raw in ("", "auto"):
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        wanted = cores // max(comm.local_size, 1) >= 2
+    elif raw in ("0", "1", "true", "false", "on", "off"):
+        wanted = raw in ("1", "true", "on")
+    else:
+        raise MXNetError(f"OXNET_OVERLAP={raw!r}: expected 1, 0 or auto")
     return wanted and comm.size > 1 and getattr(comm, "thread_multiple", False) and hasattr(comm, "duplicate")
 
 
