@@ -252,6 +252,7 @@ class BaseModule:
         for epoch in range(begin_epoch, num_epoch):
             tic = time.time()
             eval_metric.reset()
+            self._fit_epoch_begin(epoch, train_data)
             nbatch = 0
             data_iter = iter(train_data)
             end_of_batch = False
@@ -275,7 +276,7 @@ class BaseModule:
                 if monitor is not None:
                     monitor.toc_print()
                 if end_of_batch:
-                    eval_name_vals = eval_metric.get_global_name_value()
+                    eval_name_vals = self._fit_train_metric(eval_metric)
                 if batch_end_callback is not None:
                     params = BatchEndParam(epoch=epoch, nbatch=nbatch, eval_metric=eval_metric, locals=locals())
                     for callback in _as_list(batch_end_callback):
@@ -296,7 +297,19 @@ class BaseModule:
                                  batch_end_callback=eval_batch_end_callback, epoch=epoch)
                 for name, val in res:
                     self.logger.info("Epoch[%d] Validation-%s=%f", epoch, name, val)
-            train_data.reset()
+            self._fit_epoch_end(train_data)
+
+    # what subclasses' training loops change in fit
+    def _fit_epoch_begin(self, epoch, train_data):
+        """Called by :meth:`fit` before each epoch's first batch."""
+
+    def _fit_train_metric(self, eval_metric):
+        """The epoch's training metric that :meth:`fit` logs."""
+        return eval_metric.get_global_name_value()
+
+    def _fit_epoch_end(self, train_data):
+        """Called by :meth:`fit` after each epoch: rewinds the data."""
+        train_data.reset()
 
     # ------------------------------------------------------------ parameters
     def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True, allow_extra=False):

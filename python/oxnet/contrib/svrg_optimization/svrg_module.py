@@ -15,15 +15,13 @@ the start of every ``update_freq``-th epoch.
 """
 
 import logging
-import time
 
 from ... import context as ctx
-from ... import metric as _metric
 from ... import ndarray as nd
 from ... import optimizer as opt
-from ...base import MXNetError, _as_list
+from ...base import MXNetError
 from ...initializer import Uniform
-from ...model import BatchEndParam, load_checkpoint
+from ...model import load_checkpoint
 from ...module import Module
 from ...module import _kv
 from .svrg_optimizer import _SVRGOptimizer
@@ -301,67 +299,25 @@ class SVRGModule(Module):
         ``fit`` logs it."""
         if num_epoch is None:
             raise ValueError("SVRGModule.fit: please specify number of epochs (num_epoch)")
-        self.bind(data_shapes=train_data.provide_data, label_shapes=train_data.provide_label, for_training=True,
-                  force_rebind=force_rebind)
-        if monitor is not None:
-            self.install_monitor(monitor)
-        self.init_params(initializer=initializer, arg_params=arg_params, aux_params=aux_params,
-                         allow_missing=allow_missing, force_init=force_init)
-        self.init_optimizer(kvstore=kvstore, optimizer=optimizer, optimizer_params=optimizer_params)
-        if validation_metric is None:
-            validation_metric = eval_metric
-        if not isinstance(eval_metric, _metric.EvalMetric):
-            eval_metric = _metric.create(eval_metric)
+        super().fit(train_data, eval_data=eval_data, eval_metric=eval_metric, epoch_end_callback=epoch_end_callback,
+                    batch_end_callback=batch_end_callback, kvstore=kvstore, optimizer=optimizer,
+                    optimizer_params=optimizer_params, eval_end_callback=eval_end_callback,
+                    eval_batch_end_callback=eval_batch_end_callback, initializer=initializer, arg_params=arg_params,
+                    aux_params=aux_params, allow_missing=allow_missing, force_rebind=force_rebind,
+                    force_init=force_init, begin_epoch=begin_epoch, num_epoch=num_epoch,
+                    validation_metric=validation_metric, monitor=monitor, sparse_row_id_fn=sparse_row_id_fn)
 
-        for epoch in range(begin_epoch, num_epoch):
-            eval_metric.reset()
-            tic = time.time()
-            if epoch % self.update_freq == 0:
-                self.update_full_grads(train_data)
-            train_data.reset()
-            data_iter = iter(train_data)
-            end_of_batch = False
-            nbatch = 0
-            eval_name_vals = []
-            next_data_batch = next(data_iter)
-            while not end_of_batch:
-                data_batch = next_data_batch
-                if monitor is not None:
-                    monitor.tic()
-                self.forward_backward(data_batch)
-                self.update()
-                if isinstance(data_batch, list):
-                    self.update_metric(eval_metric, [db.label for db in data_batch], pre_sliced=True)
-                else:
-                    self.update_metric(eval_metric, data_batch.label)
-                try:
-                    next_data_batch = next(data_iter)
-                    self.prepare(next_data_batch, sparse_row_id_fn=sparse_row_id_fn)
-                except StopIteration:
-                    end_of_batch = True
-                if monitor is not None:
-                    monitor.toc_print()
-                if end_of_batch:
-                    eval_name_vals = eval_metric.get_name_value()
-                if batch_end_callback is not None:
-                    params = BatchEndParam(epoch=epoch, nbatch=nbatch, eval_metric=eval_metric, locals=locals())
-                    for callback in _as_list(batch_end_callback):
-                        callback(params)
-                nbatch += 1
-            for name, val in eval_name_vals:
-                self.logger.info("Epoch[%d] Train-%s=%f", epoch, name, val)
-            self.logger.info("Epoch[%d] Time cost=%.3f", epoch, time.time() - tic)
+    def _fit_epoch_begin(self, epoch, train_data):
+        # MXNet's SVRG fit: the full gradients first, then the data rewound
+        if epoch % self.update_freq == 0:
+            self.update_full_grads(train_data)
+        train_data.reset()
 
-            arg_params_now, aux_params_now = self.get_params()
-            self.set_params(arg_params_now, aux_params_now)
-            if epoch_end_callback is not None:
-                for callback in _as_list(epoch_end_callback):
-                    callback(epoch, self.symbol, arg_params_now, aux_params_now)
-            if eval_data:
-                res = self.score(eval_data, validation_metric, score_end_callback=eval_end_callback,
-                                 batch_end_callback=eval_batch_end_callback, epoch=epoch)
-                for name, val in res:
-                    self.logger.info("Epoch[%d] Validation-%s=%f", epoch, name, val)
+    def _fit_train_metric(self, eval_metric):
+        return eval_metric.get_name_value()
+
+    def _fit_epoch_end(self, train_data):
+        pass  # rewound at the next epoch's start
 
     def prepare(self, data_batch, sparse_row_id_fn=None):
         """Prepares both modules for ``data_batch`` (see ``Module.prepare``)."""
