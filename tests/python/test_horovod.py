@@ -232,14 +232,19 @@ params = net.collect_params()
 hvd.broadcast_parameters(params, root_rank=0)
 net(mx.nd.array(X[0, :1]))                # the deferred initialization, then its broadcast
 same_on_every_rank(weights(net), "after broadcast_parameters")
-got = train(net, hvd.DistributedTrainer(params, OPT[0], dict(OPT[1])))
+trainer = hvd.DistributedTrainer(params, OPT[0], dict(OPT[1]))
+got = train(net, trainer)
+if OVERLAP:  # gradients were summed while backward ran, from the second step on
+    assert trainer._overlap is not None and trainer._overlap[1].early > 0
 same_on_every_rank(got, "DistributedTrainer")
 close(got, reference, "DistributedTrainer")
 print(f"TRAINER OK rank {r}", flush=True)
 
 net = make_net(1000, "predivide")
-got = train(net, hvd.DistributedTrainer(net.collect_params(), mx.optimizer.create(OPT[0], **OPT[1]),
-                                        gradient_predivide_factor=2.0, num_groups=2, prefix="net."))
+trainer = hvd.DistributedTrainer(net.collect_params(), mx.optimizer.create(OPT[0], **OPT[1]),
+                                 gradient_predivide_factor=2.0, num_groups=2, prefix="net.")
+got = train(net, trainer)
+assert (trainer._overlap is not None) == OVERLAP
 close(got, reference, "gradient_predivide_factor=2, num_groups=2")
 print(f"PREDIVIDE OK rank {r}", flush=True)
 
@@ -260,8 +265,12 @@ print(f"FP16 OK rank {r}", flush=True)
 '''
 
 
-def test_training_matches_one_process_on_the_global_batch(tmp_path):
-    _, output = run_ranks(2, TRAINING, tmp_path, timeout=120)
+@pytest.mark.parametrize("overlap", ["0", "1"])
+def test_training_matches_one_process_on_the_global_batch(tmp_path, overlap, monkeypatch):
+    # with the overlap, one bucket per parameter: summed while backward runs
+    monkeypatch.setenv("OXNET_OVERLAP", overlap)
+    monkeypatch.setenv("OXNET_BUCKET_BYTES", "8")
+    _, output = run_ranks(2, f"OVERLAP = {overlap == '1'}\n" + TRAINING, tmp_path, timeout=120)
     for marker in ("TRAINER OK", "PREDIVIDE OK", "OPTIMIZER OK", "FP16 OK"):
         _check_markers(output, marker, 2)
 

@@ -47,6 +47,7 @@ from .basics import (Adasum, Average, Max, Min, Product, ProcessSet, Sum, _check
                      mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank, remove_process_set, rocm_built,
                      shutdown, size, start_timeline, stop_timeline)
 from .compression import Compression, Compressor, FP16Compressor, NoneCompressor
+from ..kvstore.overlap import GradientOverlap, overlap_enabled
 from .ops import (_agree, _check_root, _layout, _reduce_, allgather, allgather_object, allreduce, allreduce_, alltoall,
                   broadcast, broadcast_, broadcast_object, grouped_allgather, grouped_allreduce, grouped_allreduce_,
                   grouped_reducescatter, reducescatter)
@@ -238,6 +239,9 @@ class DistributedTrainer(Trainer):
     float16; ``num_groups`` splits the gradients into that many fused
     transfers (0: one); ``prefix`` names this trainer's parameters in error
     messages (use distinct prefixes for several trainers, as with Horovod).
+    Where the distributed store would (see oxnet.kvstore.overlap), the
+    gradients are summed while backward runs (uncompressed, one context per
+    rank; buckets then replace ``num_groups``).
     A ``DistributedOptimizer`` given as the optimizer is unwrapped (with a
     warning). Parameters in a list are ordered by name, so every rank
     reduces them in the same order.
@@ -267,6 +271,29 @@ class DistributedTrainer(Trainer):
         self._prefix = prefix or ""
         self._num_groups = int(num_groups)
         self._process_set = process_set
+        self._overlap = None  # (gradients, GradientOverlap): summing while backward runs
+
+    def _overlapping(self, comm, names, heads, copies):
+        """The overlap for these gradients (made at the first step that
+        finds them; see oxnet.kvstore.overlap), or None where there is none:
+        compressed gradients, several contexts, every gradient in one
+        bucket, or ``OXNET_OVERLAP`` off."""
+        if self._overlap is not None:
+            held, overlap = self._overlap
+            if len(held) == len(heads) and all(a is b for a, b in zip(held, heads)):
+                return overlap
+            overlap.close()
+            self._overlap = None
+        if self._compression is not Compression.none or any(copies) or not overlap_enabled(comm) \
+                or len(GradientOverlap.layout(heads)) < 2:
+            return None
+        params = [p for p in self._params if p.grad_req != "null"]
+        _agree(comm, "hvd.DistributedTrainer: the parameters summed while backward runs (name, shape, dtype)",
+               [(n, s, d) for n, (s, d) in zip(names, _layout(heads))] + [GradientOverlap.layout(heads)])
+        sums = [h.zeros_like() for h in heads]  # the sums land here, then in the gradients
+        overlap = GradientOverlap(comm, [p.list_data()[0] for p in params], heads, sums)
+        self._overlap = (heads, overlap)
+        return None  # this step's gradients were announced before the hooks: summed the usual way
 
     def _allreduce_grads(self, skip_stale=False):
         """Sums every gradient over this process's contexts and then over
@@ -288,6 +315,14 @@ class DistributedTrainer(Trainer):
             names.append(self._prefix + str(i))  # Horovod's key: the position, not the (auto-made) name
             heads.append(head)
             copies.append(grads[1:])
+        overlap = self._overlapping(comm, names, heads, copies)
+        if overlap is not None:
+            # most buckets were summed during backward
+            overlap.finish()
+            factor = self._gradient_predivide_factor
+            for head, total in zip(heads, overlap.sums):
+                (total if factor == 1.0 else total / factor).copyto(head)
+            return
         _agree(comm, f"{what}: the parameters' gradients (name, shape, dtype)",
                [(n, s, d) for n, (s, d) in zip(names, _layout(heads))])
         packed = [self._compression.compress(h) for h in heads]

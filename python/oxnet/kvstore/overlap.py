@@ -118,6 +118,11 @@ class GradientOverlap:
         self._thread = threading.Thread(target=self._run, name="oxnet-allreduce", daemon=True)
         self._thread.start()
 
+    @property
+    def sums(self):
+        """The arrays the sums land in."""
+        return self._sums
+
     @staticmethod
     def layout(grads):
         """The first buckets of these gradients: what every worker must
