@@ -29,6 +29,7 @@
 //! assert!(trainer.step(2).unwrap_err().to_string().contains("`w`"), "stale gradient");
 //! ```
 
+use crate::distributed::overlap::{self, GradientOverlap};
 use crate::distributed::{collectives, Communicator};
 use crate::optim::{self, Optimizer, SharedOptimizer, Updater};
 use crate::parameter::{shape_string, GradReq, Parameter};
@@ -48,6 +49,8 @@ pub struct Trainer {
     comm: Option<Arc<dyn Communicator>>,
     /// Whether the ranks have agreed on the parameters a step updates.
     step_checked: bool,
+    /// Sums the gradients while backward runs (see [`crate::distributed::overlap`]).
+    overlap: Option<GradientOverlap>,
 }
 
 impl Trainer {
@@ -78,6 +81,7 @@ impl Trainer {
             scale,
             comm: None,
             step_checked: false,
+            overlap: None,
         })
     }
 
@@ -127,7 +131,14 @@ impl Trainer {
         collectives::broadcast(comm.as_ref(), &ready, 0)?;
         self.comm = Some(comm);
         self.step_checked = false;
+        self.overlap = None;
         Ok(())
+    }
+
+    /// The overlap summing gradients while backward runs, once a step has
+    /// made it (see [`crate::distributed::overlap`]).
+    pub fn overlap(&self) -> Option<&GradientOverlap> {
+        self.overlap.as_ref()
     }
 
     /// The communicator given to [`Trainer::set_communicator`].
@@ -219,7 +230,30 @@ impl Trainer {
                 collectives::agree(comm.as_ref(), "Trainer.step: the parameters updated", &names.join("; "))?;
                 self.step_checked = true;
             }
-            collectives::allreduce_sum(comm.as_ref(), &grads)?;
+            // every parameter with a gradient takes part (none skipped as stale)
+            let whole = indices.len() == self.params.iter().filter(|p| p.grad_req() != GradReq::Null).count();
+            match self.overlap.as_mut() {
+                // most buckets were summed during backward
+                Some(o) if o.serves(&grads) => o.finish()?,
+                other => {
+                    if let Some(o) = other {
+                        o.sum()?; // every rank ends the thread's step alike; its sums go unused
+                    }
+                    collectives::allreduce_sum(comm.as_ref(), &grads)?;
+                    if whole {
+                        // new gradient buffers, or the first step: overlap from the next step on
+                        self.overlap = None;
+                        let sizes: Vec<usize> = grads.iter().map(|g| g.size() * g.dtype().size()).collect();
+                        let order: Vec<usize> = (0..grads.len()).rev().collect();
+                        let buckets = overlap::make_buckets(&order, &sizes, overlap::bucket_bytes()?).len();
+                        if overlap::overlap_enabled(comm.as_ref())? && buckets > 1 {
+                            let mode = format!("overlap of {buckets} buckets");
+                            collectives::agree(comm.as_ref(), "Trainer.step: the gradient overlap", &mode)?;
+                            self.overlap = Some(GradientOverlap::new(comm.as_ref(), &weights, &grads)?);
+                        }
+                    }
+                }
+            }
         }
         {
             let mut opt = self.optimizer()?;

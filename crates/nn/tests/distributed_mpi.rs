@@ -43,7 +43,13 @@ fn main() {
 fn rank_main(role: &str) {
     let outcome = distributed::run(|comm| match role {
         "collectives" => collectives_agree_with_hand_sums(comm.as_ref()),
-        "train" => train_matches_one_process(comm),
+        "train" => train_matches_one_process(comm, false),
+        "overlap" => {
+            // one bucket per parameter, summed while backward runs
+            std::env::set_var("OXNET_OVERLAP", "1");
+            std::env::set_var("OXNET_BUCKET_BYTES", "8");
+            train_matches_one_process(comm, true)
+        }
         "fail" => {
             if comm.rank() == 1 {
                 return Err(oxnet_core::Error::Invalid("rank 1 gives up on purpose".into()));
@@ -198,7 +204,12 @@ fn flat_params(net: &Sequential) -> Result<Vec<f64>> {
 /// trains on its share of every batch; all ranks end with rank 0's start
 /// trained on the whole batch, which a one-process Trainer in the same
 /// rank reproduces.
-fn train_matches_one_process(comm: &Arc<dyn Communicator>) -> Result<()> {
+///
+/// With `overlap` (the trainer sums gradients while backward runs), the
+/// buckets of the later layers are summed during backward, and a last
+/// step with two backward passes (the second overwriting the first's
+/// gradients) is noticed and summed again.
+fn train_matches_one_process(comm: &Arc<dyn Communicator>, overlap: bool) -> Result<()> {
     oxnet_core::random::seed(100 + comm.rank() as u64);
     let net = mlp(false);
     net.initialize(&shared_init(Uniform::new(0.5)))?;
@@ -224,6 +235,27 @@ fn train_matches_one_process(comm: &Arc<dyn Communicator>) -> Result<()> {
         let (lo, hi) = (comm.rank() * share, (comm.rank() + 1) * share);
         train_step(&net, &mut trainer, &rows(&x, lo, hi)?, &rows(&y, lo, hi)?)?;
         train_step(&reference, &mut ref_trainer, &x, &y)?;
+    }
+    if overlap {
+        let o = trainer.overlap().expect("the trainer overlaps");
+        // 4 parameters in 4 buckets: 3 summed during each backward from the second step on
+        assert_eq!(o.buckets().len(), 4);
+        assert_eq!(o.summed_early(), 3 * (STEPS - 1), "buckets summed during backward");
+        assert_eq!(o.redone(), 0);
+        // a backward pass whose gradients the step must not use (the next overwrites them)
+        let (x, y) = batch(STEPS)?;
+        let (lo, hi) = (comm.rank() * share, (comm.rank() + 1) * share);
+        let (xs, ys) = (rows(&x, lo, hi)?, rows(&y, lo, hi)?);
+        let loss_fn = SoftmaxCrossEntropyLoss::new();
+        for net in [&net, &reference] {
+            let _r = autograd::record();
+            let scaled = oxnet_core::invoke1("_mul_scalar", &[&xs], &[("scalar", 3.0.into())])?;
+            loss_fn.loss(&net.call(&scaled)?, &ys)?.backward()?;
+        }
+        train_step(&net, &mut trainer, &xs, &ys)?;
+        // the reference: the second pass on the whole batch
+        train_step(&reference, &mut ref_trainer, &x, &y)?;
+        assert_eq!(trainer.overlap().map(|o| o.redone()), Some(1), "the second pass was noticed");
     }
     let trained = flat_params(&net)?;
     assert_close("data-parallel vs one process", &trained, &flat_params(&reference)?, 1e-5);
@@ -298,14 +330,14 @@ fn parent_main() {
         collectives::allreduce(comm.as_ref(), &[x.clone()], Reduction::average())?;
         assert_eq!(x.to_vec::<f32>()?, vec![1.0, 2.0]);
         assert_eq!(collectives::allgather(comm.as_ref(), &x)?.to_vec::<f32>()?, vec![1.0, 2.0]);
-        train_matches_one_process(comm)
+        train_matches_one_process(comm, false)
     })
     .expect("a world of one");
     println!("ok: no launcher, a world of one");
 
     let limit = Duration::from_secs(180);
     for ranks in [2, 3] {
-        for role in ["collectives", "train"] {
+        for role in ["collectives", "train", "overlap"] {
             let (ok, text) = job(ranks, role, limit);
             assert!(ok, "{ranks} ranks of `{role}` failed:\n{text}");
             for r in 0..ranks {

@@ -18,6 +18,8 @@
 //!   message.
 //! - [`world`], [`run`], [`finalize`]: this process's communicator and the
 //!   way to end a job, or abort all of it when one rank fails.
+//! - [`overlap`]: summing gradients while the backward pass still runs
+//!   (the trainer's communication thread).
 //!
 //! ```
 //! use oxnet_core::NDArray;
@@ -36,6 +38,7 @@
 pub mod collectives;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+pub mod overlap;
 mod single;
 
 pub use single::SingleProcess;
@@ -207,6 +210,19 @@ pub trait Communicator: Send + Sync {
     /// Ends the communication layer in this process (nothing for a world
     /// of one); call once, after the last collective.
     fn finalize(&self) -> Result<()>;
+    /// A communicator over the same ranks whose collectives never match
+    /// this one's (MPI's `MPI_Comm_dup`; every rank calls it together), so
+    /// that another thread can run collectives beside this one's, as the
+    /// [`Trainer`](crate::trainer::Trainer)'s communication thread does.
+    /// By default an error: the communicator cannot.
+    fn duplicate(&self) -> Result<Arc<dyn Communicator>> {
+        Err(Error::Invalid(format!("the communicator ({}) cannot be duplicated", self.describe())))
+    }
+    /// Whether collectives may run on several threads at once (on
+    /// duplicates of this communicator).
+    fn concurrent(&self) -> bool {
+        false
+    }
 }
 
 /// Environment variables that MPI launchers (Open MPI's `mpirun`, MPICH's

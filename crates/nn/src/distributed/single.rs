@@ -52,6 +52,14 @@ impl Communicator for SingleProcess {
     fn finalize(&self) -> Result<()> {
         Ok(())
     }
+
+    fn duplicate(&self) -> Result<std::sync::Arc<dyn Communicator>> {
+        Ok(std::sync::Arc::new(SingleProcess))
+    }
+
+    fn concurrent(&self) -> bool {
+        true
+    }
 }
 
 /// An error unless `root` is a rank of a world of `size`.

@@ -17,6 +17,7 @@ use crate::distributed::ElemType;
 use libloading::os::unix::{Library, Symbol, RTLD_GLOBAL, RTLD_NOW};
 use oxnet_core::{Error, Result};
 use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::Arc;
 
 /// What one MPI library offers oxnet: its world's ranks and the
 /// collectives over the world, on raw host memory.
@@ -47,6 +48,10 @@ pub(crate) trait Transport: Send + Sync {
     fn abort(&self, code: i32) -> !;
     /// Ends MPI in this process (when oxnet started it).
     fn finalize(&self) -> Result<()>;
+    /// The same ranks over a new communicator (`MPI_Comm_dup`, a
+    /// collective): its collectives never match this one's, so another
+    /// thread may run them at the same time (at `MPI_THREAD_MULTIPLE`).
+    fn duplicate(&self) -> Result<Box<dyn Transport>>;
 }
 
 /// An Open MPI handle: the address of a predefined object, or one MPI made.
@@ -70,6 +75,7 @@ pub(crate) struct Api<H> {
     comm_rank: unsafe extern "C" fn(H, *mut c_int) -> c_int,
     comm_size: unsafe extern "C" fn(H, *mut c_int) -> c_int,
     comm_split_type: unsafe extern "C" fn(H, c_int, c_int, H, *mut H) -> c_int,
+    comm_dup: unsafe extern "C" fn(H, *mut H) -> c_int,
     allreduce: unsafe extern "C" fn(*const c_void, *mut c_void, c_int, H, H, H) -> c_int,
     bcast: unsafe extern "C" fn(*mut c_void, c_int, H, c_int, H) -> c_int,
     allgather: unsafe extern "C" fn(*const c_void, c_int, H, *mut c_void, c_int, H, H) -> c_int,
@@ -79,19 +85,23 @@ pub(crate) struct Api<H> {
     abort: unsafe extern "C" fn(H, c_int) -> c_int,
     error_string: unsafe extern "C" fn(c_int, *mut c_char, *mut c_int) -> c_int,
     consts: Consts<H>,
+    /// The communicator the collectives run on: the world, or a duplicate of it.
+    comm: H,
     /// The communicator of this machine's ranks (made at start).
     node_comm: H,
     world: (usize, usize),
     node: (usize, usize),
     version: String,
     thread_level: i32,
-    /// Whether oxnet called `MPI_Init_thread` (and so must finalize).
+    /// Whether oxnet called `MPI_Init_thread` (and so must finalize);
+    /// false for a duplicate.
     owns_init: bool,
     /// Keeps the functions loaded.
-    _library: Library,
+    _library: Arc<Library>,
 }
 
 /// The predefined handles and values oxnet uses.
+#[derive(Clone, Copy)]
 struct Consts<H> {
     comm_world: H,
     info_null: H,
@@ -218,6 +228,7 @@ impl<H: Copy + Send + Sync> Api<H> {
             comm_rank: function(&library, path, "MPI_Comm_rank")?,
             comm_size: function(&library, path, "MPI_Comm_size")?,
             comm_split_type: function(&library, path, "MPI_Comm_split_type")?,
+            comm_dup: function(&library, path, "MPI_Comm_dup")?,
             allreduce: function(&library, path, "MPI_Allreduce")?,
             bcast: function(&library, path, "MPI_Bcast")?,
             allgather: function(&library, path, "MPI_Allgather")?,
@@ -226,13 +237,14 @@ impl<H: Copy + Send + Sync> Api<H> {
             abort: function(&library, path, "MPI_Abort")?,
             error_string: function(&library, path, "MPI_Error_string")?,
             node_comm: consts.comm_world,
+            comm: consts.comm_world,
             consts,
             world: (0, 1),
             node: (0, 1),
             version,
             thread_level: 0,
             owns_init: false,
-            _library: library,
+            _library: Arc::new(library),
         };
         let mut flag: c_int = 0;
         // SAFETY: MPI_Initialized may be called at any time.
@@ -320,7 +332,7 @@ impl<H: Copy + Send + Sync> Api<H> {
                 counts.as_mut_ptr().cast(),
                 1,
                 self.consts.types[ElemType::I32 as usize],
-                self.consts.comm_world,
+                self.comm,
             )
         };
         self.check("MPI_Allgather", rc)?;
@@ -328,7 +340,7 @@ impl<H: Copy + Send + Sync> Api<H> {
     }
 }
 
-impl<H: Copy + Send + Sync> Transport for Api<H> {
+impl<H: Copy + Send + Sync + 'static> Transport for Api<H> {
     fn world(&self) -> (usize, usize) {
         self.world
     }
@@ -356,7 +368,7 @@ impl<H: Copy + Send + Sync> Transport for Api<H> {
                     n,
                     self.consts.types[elem as usize],
                     self.consts.op_sum,
-                    self.consts.comm_world,
+                    self.comm,
                 )
             }
         })
@@ -366,15 +378,7 @@ impl<H: Copy + Send + Sync> Transport for Api<H> {
         self.in_pieces("MPI_Bcast", bytes, |start, n| {
             // SAFETY: the caller's buffer holds `bytes` bytes; this piece
             // lies inside it.
-            unsafe {
-                (self.bcast)(
-                    data.add(start).cast(),
-                    n,
-                    self.consts.byte,
-                    root as c_int,
-                    self.consts.comm_world,
-                )
-            }
+            unsafe { (self.bcast)(data.add(start).cast(), n, self.consts.byte, root as c_int, self.comm) }
         })
     }
 
@@ -403,7 +407,7 @@ impl<H: Copy + Send + Sync> Transport for Api<H> {
                 ints.as_ptr(),
                 displs.as_ptr(),
                 self.consts.byte,
-                self.consts.comm_world,
+                self.comm,
             )
         };
         self.check("MPI_Allgatherv", rc)?;
@@ -418,7 +422,7 @@ impl<H: Copy + Send + Sync> Transport for Api<H> {
 
     fn barrier(&self) -> Result<()> {
         // SAFETY: the world communicator is valid while MPI runs.
-        self.check("MPI_Barrier", unsafe { (self.barrier)(self.consts.comm_world) })
+        self.check("MPI_Barrier", unsafe { (self.barrier)(self.comm) })
     }
 
     fn abort(&self, code: i32) -> ! {
@@ -440,5 +444,18 @@ impl<H: Copy + Send + Sync> Transport for Api<H> {
         }
         // SAFETY: oxnet started MPI; every rank finalizes once.
         self.check("MPI_Finalize", unsafe { (self.finalize)() })
+    }
+
+    fn duplicate(&self) -> Result<Box<dyn Transport>> {
+        let mut comm = self.comm;
+        // SAFETY: a collective over a valid communicator; `comm` receives a new handle.
+        self.check("MPI_Comm_dup", unsafe { (self.comm_dup)(self.comm, &mut comm) })?;
+        Ok(Box::new(Api {
+            comm,
+            owns_init: false,
+            version: self.version.clone(),
+            _library: self._library.clone(),
+            ..*self
+        }))
     }
 }

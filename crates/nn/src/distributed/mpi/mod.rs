@@ -20,6 +20,7 @@ use super::{Buffer, Communicator};
 use abi::Transport;
 use oxnet_core::{Error, Result};
 use std::path::Path;
+use std::sync::Arc;
 
 /// A communicator over every rank of an MPI job (`MPI_COMM_WORLD`).
 ///
@@ -145,5 +146,14 @@ impl Communicator for MpiCommunicator {
 
     fn finalize(&self) -> Result<()> {
         self.transport.finalize()
+    }
+
+    fn duplicate(&self) -> Result<Arc<dyn Communicator>> {
+        let transport = self.transport.duplicate()?;
+        Ok(Arc::new(MpiCommunicator { transport, library: self.library.clone() }))
+    }
+
+    fn concurrent(&self) -> bool {
+        self.thread_level() >= 3
     }
 }
