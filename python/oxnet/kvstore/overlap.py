@@ -10,10 +10,11 @@ gradients are still computed. ``trainer.step`` then only waits for what is
 left: the last bucket (the first layers, whose gradients come last) and any
 bucket still on its way.
 
-Buckets are made once, in the order backward completes gradients (the
-parameters in reverse), each up to ``OXNET_BUCKET_BYTES`` (1 MiB by
-default), and are summed in that order on every worker whatever order the
-signals arrive in; signals only decide *when*. So the collectives match on
+Buckets of up to ``OXNET_BUCKET_BYTES`` (1 MiB by default) are cut along
+the parameters in reverse at first, then, after the first step that
+announces gradients, along rank 0's order of announcements (the order this
+network's backward pass completes them). Every worker sums them in that
+order whatever order the signals arrive in; signals only decide *when*. So the collectives match on
 every worker even where a gradient is never announced (its bucket then
 waits for the step). The communication thread has its own MPI communicator,
 so its sums never meet the main thread's collectives (SyncBatchNorm's),
