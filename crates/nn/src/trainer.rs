@@ -243,9 +243,7 @@ impl Trainer {
                     if whole {
                         // new gradient buffers, or the first step: overlap from the next step on
                         self.overlap = None;
-                        let sizes: Vec<usize> = grads.iter().map(|g| g.size() * g.dtype().size()).collect();
-                        let order: Vec<usize> = (0..grads.len()).rev().collect();
-                        let buckets = overlap::make_buckets(&order, &sizes, overlap::bucket_bytes()?).len();
+                        let buckets = overlap::first_buckets(&grads)?.len();
                         if overlap::overlap_enabled(comm.as_ref())? && buckets > 1 {
                             let mode = format!("overlap of {buckets} buckets");
                             collectives::agree(comm.as_ref(), "Trainer.step: the gradient overlap", &mode)?;

@@ -284,12 +284,14 @@ class DistributedTrainer(Trainer):
                 return overlap
             overlap.close()
             self._overlap = None
-        if self._compression is not Compression.none or any(copies) or not overlap_enabled(comm) \
-                or len(GradientOverlap.layout(heads)) < 2:
+        if self._compression is not Compression.none or any(copies) or not overlap_enabled(comm):
+            return None
+        buckets = GradientOverlap.layout(heads)
+        if len(buckets) < 2:
             return None
         params = [p for p in self._params if p.grad_req != "null"]
         _agree(comm, "hvd.DistributedTrainer: the parameters summed while backward runs (name, shape, dtype)",
-               [(n, s, d) for n, (s, d) in zip(names, _layout(heads))] + [GradientOverlap.layout(heads)])
+               [(n, s, d) for n, (s, d) in zip(names, _layout(heads))] + [buckets])
         sums = [h.zeros_like() for h in heads]  # the sums land here, then in the gradients
         overlap = GradientOverlap(comm, [p.list_data()[0] for p in params], heads, sums)
         self._overlap = (heads, overlap)

@@ -123,8 +123,9 @@ class DistKVStore(KVStore):
         plan = _StepPlan(key, [g for _, g in vpairs], [o for _, o in opairs], stored,
                          [self._updater_key(k) for k in key])
         # (gradients that fit one bucket gain nothing: it is summed at the step)
-        overlap = overlap_enabled(self._comm) and len(GradientOverlap.layout(plan.grads)) > 1
-        mode = ("checked once (steady)", overlap and GradientOverlap.layout(plan.grads))
+        layout = GradientOverlap.layout(plan.grads) if overlap_enabled(self._comm) else ()
+        overlap = len(layout) > 1
+        mode = ("checked once (steady)", overlap and layout)
         self._check_keys("push", list(key), mode=mode)
         if overlap:
             # the outs are the parameters (update on the store): their

@@ -320,15 +320,18 @@ impl Executor {
         }
         let _mode = autograd::pause();
         let _train = autograd::train_mode();
-        // (step, argument) for each gradient a step writes into its destination
-
-        let finals: Vec<(usize, usize)> = (0..self.args.len())
+        // (step, argument) for each gradient a step writes into its
+        // destination, in step order: the steps run in that order
+        let mut finals: Vec<(usize, usize)> = (0..self.args.len())
             .filter(|&i| self.redirected[i].is_some())
             .filter_map(|i| self.redirectable[i].map(|(s, _)| (s, i)))
             .collect();
+        finals.sort_unstable();
+        let mut next = 0;
         self.run_steps(true, &mut |s| {
-            for &(_, i) in finals.iter().filter(|(t, _)| *t == s) {
+            while let Some(&(_, i)) = finals.get(next).filter(|(t, _)| *t <= s) {
                 finished(i);
+                next += 1;
             }
         })?;
         let values = (0..self.grads.len())

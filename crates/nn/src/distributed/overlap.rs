@@ -80,6 +80,19 @@ pub fn make_buckets(order: &[usize], sizes: &[usize], limit: usize) -> Vec<Vec<u
     buckets
 }
 
+/// The bytes of each gradient.
+fn sizes(grads: &[NDArray]) -> Vec<usize> {
+    grads.iter().map(|g| g.size() * g.dtype().size()).collect()
+}
+
+/// The buckets an overlap starts with for `grads`: the positions in
+/// reverse (backward's usual order), cut at [`bucket_bytes`]. Every rank
+/// must agree on them before making a [`GradientOverlap`].
+pub fn first_buckets(grads: &[NDArray]) -> Result<Vec<Vec<usize>>> {
+    let order: Vec<usize> = (0..grads.len()).rev().collect();
+    Ok(make_buckets(&order, &sizes(grads), bucket_bytes()?))
+}
+
 enum Message {
     /// The gradient at this position is complete.
     Ready(usize),
@@ -131,9 +144,7 @@ impl GradientOverlap {
     /// every rank makes its overlap together, for the same gradients).
     pub fn new(comm: &dyn Communicator, variables: &[NDArray], grads: &[NDArray]) -> Result<GradientOverlap> {
         let n = grads.len();
-        let sizes: Vec<usize> = grads.iter().map(|g| g.size() * g.dtype().size()).collect();
-        let order: Vec<usize> = (0..n).rev().collect();
-        let layout = Arc::new(Mutex::new(Layout::new(make_buckets(&order, &sizes, bucket_bytes()?), n)));
+        let layout = Arc::new(Mutex::new(Layout::new(first_buckets(grads)?, n)));
         let sums = grads.iter().map(NDArray::zeros_like).collect::<Result<Vec<_>>>()?;
         let dup = comm.duplicate()?;
         let (tx, rx) = channel::<Message>();
@@ -166,7 +177,7 @@ impl GradientOverlap {
             variables: variables.to_vec(),
             grads: grads.to_vec(),
             sums,
-            sizes,
+            sizes: sizes(grads),
             layout,
             comm: dup,
             tx,

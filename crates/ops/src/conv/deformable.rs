@@ -13,14 +13,16 @@
 
 pub(super) mod params;
 mod sampling;
+pub(super) mod shared;
 #[cfg(test)]
 mod tests;
 
 use self::params::{infer_shape, parse, Params};
 use self::sampling::{col2im_add, im2col, offset_grad, samples, Cols};
+use self::shared::Groups;
 use super::geometry::Geom3;
 use super::sums::bias_grad;
-use crate::kernels::matmul::{self, MatmulScalar};
+use crate::kernels::matmul::MatmulScalar;
 use oxnet_core::{
     registry, store::store_slice, AttrKind, AttrSpec, BackwardArgs, BackwardDeps, Error, FloatElement,
     NDArray, OpContext, OpDef, Req, Result,
@@ -36,10 +38,8 @@ struct Dims {
     n: usize,
     /// Input channels.
     c: usize,
-    /// Filters per group.
-    fg: usize,
-    /// Rows of a group's columns (`channels/num_group · taps`).
-    rows: usize,
+    /// The channel groups' products.
+    groups: Groups,
     /// The window over the data's and output's planes (axes 1 and 2).
     g3: Geom3,
     /// The column kernels' sizes.
@@ -55,14 +55,14 @@ impl Dims {
             pos: g3.out_size(),
             plane: g3.in_size(),
         };
-        Dims {
-            n: data[0],
-            c: data[1],
-            fg: p.num_filter / p.num_group,
+        let groups = Groups {
+            op: OP,
+            count: p.num_group,
+            filters: p.num_filter / p.num_group,
             rows: data[1] / p.num_group * p.taps(),
-            g3,
-            cols,
-        }
+            pos: cols.pos,
+        };
+        Dims { n: data[0], c: data[1], groups, g3, cols }
     }
 
     /// Elements of one image's columns.
@@ -74,10 +74,6 @@ impl Dims {
     fn image_len(&self) -> usize {
         self.c * self.cols.plane
     }
-}
-
-fn gemm_err(e: matmul::MatmulError) -> Error {
-    Error::Shape(format!("{OP}: {e}"))
 }
 
 /// The forward pass under request `req` (not `null`), one image at a
@@ -98,18 +94,7 @@ fn forward_typed<T: FloatElement + MatmulScalar>(
     for (img, yimg) in y.chunks_mut((p.num_filter * pos).max(1)).enumerate().take(d.n) {
         let smp = samples(&d.g3, &off[img * off_len..][..off_len]);
         im2col(&x[img * d.image_len()..][..d.image_len()], &d.cols, &smp, &mut col);
-        for grp in 0..p.num_group {
-            let wg = &w[grp * d.fg * d.rows..][..d.fg * d.rows];
-            let cg = &col[grp * d.rows * pos..][..d.rows * pos];
-            let yg = &mut yimg[grp * d.fg * pos..][..d.fg * pos];
-            matmul::matmul(wg, cg, yg, d.fg, d.rows, pos, false, false, req == Req::Add).map_err(gemm_err)?;
-        }
-        if let Some(b) = bias {
-            // output channel f fills positions f·pos..(f + 1)·pos
-            for (k, v) in yimg.iter_mut().enumerate() {
-                *v = T::from_compute(v.to_compute() + b[k / pos].to_compute());
-            }
-        }
+        d.groups.forward(w, &col, yimg, req == Req::Add, bias)?;
     }
     Ok(())
 }
@@ -157,13 +142,7 @@ fn backward_typed<T: FloatElement + MatmulScalar>(
         let x = &s.x[img * d.image_len()..][..d.image_len()];
         let dy = &s.dy[img * out_len..][..out_len];
         if want_x || want_off {
-            // the column gradient, weightᵀ · out_grad per group
-            for grp in 0..p.num_group {
-                let wg = &s.w[grp * d.fg * d.rows..][..d.fg * d.rows];
-                let dyg = &dy[grp * d.fg * pos..][..d.fg * pos];
-                let cg = &mut col[grp * d.rows * pos..][..d.rows * pos];
-                matmul::matmul(wg, dyg, cg, d.rows, d.fg, pos, true, false, false).map_err(gemm_err)?;
-            }
+            d.groups.column_grad(s.w, dy, &mut col)?;
             if want_x {
                 col2im_add(&col, &d.cols, &smp, &mut dx[img * d.image_len()..][..d.image_len()]);
             }
@@ -173,12 +152,7 @@ fn backward_typed<T: FloatElement + MatmulScalar>(
         }
         if want_w {
             im2col(x, &d.cols, &smp, &mut col);
-            for grp in 0..p.num_group {
-                let dyg = &dy[grp * d.fg * pos..][..d.fg * pos];
-                let cg = &col[grp * d.rows * pos..][..d.rows * pos];
-                let dwg = &mut dw[grp * d.fg * d.rows..][..d.fg * d.rows];
-                matmul::matmul(dyg, cg, dwg, d.fg, pos, d.rows, false, true, img > 0).map_err(gemm_err)?;
-            }
+            d.groups.weight_grad(dy, &col, &mut dw, img > 0)?;
         }
     }
     if want_x {

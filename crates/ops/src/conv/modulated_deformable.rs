@@ -24,9 +24,11 @@
 //! computes them everywhere with the same formulas.
 
 use super::deformable::params::{infer_for, parse_for, Params as Common, SideInput};
+use super::deformable::shared::{cast, sample_points, Groups};
 use super::geometry::Geom3;
-use crate::kernels::matmul::{self, MatmulScalar};
-use num_traits::{Float, NumCast, Zero};
+use super::sums::bias_grad;
+use crate::kernels::matmul::MatmulScalar;
+use num_traits::{Float, Zero};
 use oxnet_core::attrs::Attrs;
 use oxnet_core::shape::Shape;
 use oxnet_core::{
@@ -160,32 +162,10 @@ impl<C: Float> Sample<C> {
     }
 }
 
-/// `v` in the float type `C`.
-fn cast<C: Float, V: num_traits::ToPrimitive>(v: V) -> C {
-    <C as NumCast>::from(v).expect("a float holds every integer up to rounding")
-}
-
 /// The samples of one image, ordered (deformable group, tap, output
-/// position) like the mask, from its offsets (`groups·2·taps` planes of
-/// the output's extents). `g` holds the geometry on axes 1 and 2.
+/// position) like the mask, from its offsets (see [`sample_points`]).
 fn samples<T: FloatElement>(g: &Geom3, offsets: &[T]) -> Vec<Option<Sample<T::Compute>>> {
-    let pos = g.out_size();
-    let (taps, kw, wo) = (g.k[1] * g.k[2], g.k[2], g.out[2]);
-    let mut out = Vec::with_capacity(offsets.len() / 2);
-    if pos == 0 {
-        return out;
-    }
-    for (k, block) in offsets.chunks_exact(2 * pos).enumerate() {
-        let tap = k % taps;
-        let (i, j) = (tap / kw, tap % kw);
-        let (dh, dw) = block.split_at(pos);
-        for (p, (dh, dw)) in dh.iter().zip(dw).enumerate() {
-            let h = cast::<T::Compute, _>(g.coord(1, p / wo, i)) + dh.to_compute();
-            let w = cast::<T::Compute, _>(g.coord(2, p % wo, j)) + dw.to_compute();
-            out.push(Sample::new(h, w, g.inp[1], g.inp[2]));
-        }
-    }
-    out
+    sample_points(g, offsets, Sample::new)
 }
 
 /// The sizes of one call.
@@ -194,10 +174,8 @@ struct Dims {
     n: usize,
     /// Input channels.
     c: usize,
-    /// Filters per group.
-    fg: usize,
-    /// Rows of a group's columns (`channels/num_group · taps`).
-    rows: usize,
+    /// The channel groups' products.
+    groups: Groups,
     /// Channels per deformable group.
     per_dg: usize,
     /// Kernel taps.
@@ -216,8 +194,13 @@ impl Dims {
         Dims {
             n: data[0],
             c: data[1],
-            fg: p.num_filter / p.num_group,
-            rows: data[1] / p.num_group * p.taps(),
+            groups: Groups {
+                op: OP,
+                count: p.num_group,
+                filters: p.num_filter / p.num_group,
+                rows: data[1] / p.num_group * p.taps(),
+                pos: g3.out_size(),
+            },
             per_dg: (data[1] / p.num_deformable_group).max(1),
             taps: p.taps(),
             pos: g3.out_size(),
@@ -329,10 +312,6 @@ fn coord_grads<T: FloatElement>(
 // ---------------------------------------------------------------------------
 // Forward and backward
 
-fn gemm_err(e: matmul::MatmulError) -> Error {
-    Error::Shape(format!("{OP}: {e}"))
-}
-
 /// The forward pass under request `req` (not `null`), one image at a
 /// time: columns by the modulated im2col, then one product per group.
 fn forward_typed<T: FloatElement + MatmulScalar>(
@@ -357,18 +336,7 @@ fn forward_typed<T: FloatElement + MatmulScalar>(
         let smp = samples(&d.g3, &off[img * 2 * mask_len..][..2 * mask_len]);
         let m = &mask[img * mask_len..][..mask_len];
         im2col(&x[img * d.image_len()..][..d.image_len()], &d, &smp, m, &mut col);
-        for grp in 0..p.num_group {
-            let wg = &w[grp * d.fg * d.rows..][..d.fg * d.rows];
-            let cg = &col[grp * d.rows * pos..][..d.rows * pos];
-            let yg = &mut yimg[grp * d.fg * pos..][..d.fg * pos];
-            matmul::matmul(wg, cg, yg, d.fg, d.rows, pos, false, false, req == Req::Add).map_err(gemm_err)?;
-        }
-        if let Some(b) = bias {
-            // output channel f fills positions f·pos..(f + 1)·pos
-            for (k, v) in yimg.iter_mut().enumerate() {
-                *v = T::from_compute(v.to_compute() + b[k / pos].to_compute());
-            }
-        }
+        d.groups.forward(w, &col, yimg, req == Req::Add, bias)?;
     }
     Ok(())
 }
@@ -420,13 +388,7 @@ fn backward_typed<T: FloatElement + MatmulScalar>(
         let x = &s.x[img * d.image_len()..][..d.image_len()];
         let dy = &s.dy[img * out_len..][..out_len];
         if want_x || want_off || want_mask {
-            // the column gradient, weightᵀ · out_grad per group
-            for grp in 0..p.num_group {
-                let wg = &s.w[grp * d.fg * d.rows..][..d.fg * d.rows];
-                let dyg = &dy[grp * d.fg * pos..][..d.fg * pos];
-                let cg = &mut col[grp * d.rows * pos..][..d.rows * pos];
-                matmul::matmul(wg, dyg, cg, d.rows, d.fg, pos, true, false, false).map_err(gemm_err)?;
-            }
+            d.groups.column_grad(s.w, dy, &mut col)?;
             if want_x {
                 col2im_add(&col, &d, &smp, mask, &mut dx[img * d.image_len()..][..d.image_len()]);
             }
@@ -451,12 +413,7 @@ fn backward_typed<T: FloatElement + MatmulScalar>(
         }
         if want_w {
             im2col(x, &d, &smp, mask, &mut col);
-            for grp in 0..p.num_group {
-                let dyg = &dy[grp * d.fg * pos..][..d.fg * pos];
-                let cg = &col[grp * d.rows * pos..][..d.rows * pos];
-                let dwg = &mut dw[grp * d.fg * d.rows..][..d.fg * d.rows];
-                matmul::matmul(dyg, cg, dwg, d.fg, pos, d.rows, false, true, img > 0).map_err(gemm_err)?;
-            }
+            d.groups.weight_grad(dy, &col, &mut dw, img > 0)?;
         }
     }
     if want_x {
@@ -473,13 +430,7 @@ fn backward_typed<T: FloatElement + MatmulScalar>(
         store_slice(ctx.req[3], grads[3].as_mut_slice::<T>()?, &dw);
     }
     if !p.no_bias && want(4) {
-        let mut db = vec![zero; p.num_filter];
-        for img in s.dy.chunks_exact(out_len.max(1)).take(d.n) {
-            for (f, plane) in img.chunks_exact(pos.max(1)).enumerate().take(p.num_filter) {
-                db[f] = plane.iter().fold(db[f], |a, v| a + v.to_compute());
-            }
-        }
-        let db: Vec<T> = db.into_iter().map(T::from_compute).collect();
+        let db: Vec<T> = bias_grad::<T>(s.dy, p.num_filter, pos).into_iter().map(T::from_compute).collect();
         store_slice(ctx.req[4], grads[4].as_mut_slice::<T>()?, &db);
     }
     Ok(())

@@ -17,10 +17,11 @@
 //! scatters the column gradient back with the same weights, and
 //! [`offset_grad`] takes the derivative of the blend along each axis.
 
-use num_traits::{Float, NumCast};
+use num_traits::Float;
 use oxnet_core::FloatElement;
 
 use super::super::geometry::Geom3;
+use super::shared::{cast, sample_points};
 
 /// Where one tap of one output position reads in a channel plane, in the
 /// compute type `C`.
@@ -87,32 +88,10 @@ impl<C: Float> Sample<C> {
     }
 }
 
-/// `v` in the float type `C`.
-fn cast<C: Float, V: num_traits::ToPrimitive>(v: V) -> C {
-    <C as NumCast>::from(v).expect("a float holds every integer up to rounding")
-}
-
 /// The samples of one image, ordered (deformable group, tap, output
-/// position), from its offsets (`groups·2·taps` planes of the output's
-/// extents). `g` holds the geometry on axes 1 (height) and 2 (width).
+/// position), from its offsets (see [`sample_points`]).
 pub(super) fn samples<T: FloatElement>(g: &Geom3, offsets: &[T]) -> Vec<Option<Sample<T::Compute>>> {
-    let pos = g.out_size();
-    let (taps, kw, wo) = (g.k[1] * g.k[2], g.k[2], g.out[2]);
-    let mut out = Vec::with_capacity(offsets.len() / 2);
-    if pos == 0 {
-        return out;
-    }
-    for (k, block) in offsets.chunks_exact(2 * pos).enumerate() {
-        let tap = k % taps;
-        let (i, j) = (tap / kw, tap % kw);
-        let (dh, dw) = block.split_at(pos);
-        for (p, (dh, dw)) in dh.iter().zip(dw).enumerate() {
-            let h = cast::<T::Compute, _>(g.coord(1, p / wo, i)) + dh.to_compute();
-            let w = cast::<T::Compute, _>(g.coord(2, p % wo, j)) + dw.to_compute();
-            out.push(Sample::new(h, w, g.inp[1], g.inp[2]));
-        }
-    }
-    out
+    sample_points(g, offsets, Sample::new)
 }
 
 /// The sizes the column kernels share: channels per deformable group,
